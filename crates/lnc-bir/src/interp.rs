@@ -1,0 +1,1 @@
+//! Reference interpreter (filled in by the interpreter work).

@@ -1,0 +1,1 @@
+//! Verifier (filled in by the verifier work).

@@ -1,0 +1,1 @@
+//! Cranelift code generation of lnc: loop IR to JIT-compiled machine code.

@@ -1,0 +1,1 @@
+//! Front end of lnc: AST + signature to block IR.

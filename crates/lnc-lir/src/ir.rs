@@ -1,0 +1,332 @@
+//! Entities, types, instructions and functions of the loop IR.
+
+use cranelift_entity::{PrimaryMap, SecondaryMap, entity_impl};
+use lnc_diag::Span;
+
+pub use lnc_bir::{AtomicOp, BinOp, CmpOp, Const, DType, ReduceOp, UnOp};
+
+/// An SSA value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(u32);
+entity_impl!(Value, "v");
+
+/// An instruction.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Inst(u32);
+entity_impl!(Inst, "i");
+
+/// The type of a loop-IR value. There are no blocks any more: a value is one scalar, one
+/// pointer, or one *tile* of `lanes` scalars processed together (a SIMD vector when the
+/// lanes fill 128 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    /// A scalar number.
+    Scalar(DType),
+    /// A pointer to elements of the dtype (an address; arithmetic in elements).
+    Ptr(DType),
+    /// `lanes` numbers of one dtype. `lanes` is a power of two.
+    Tile(DType, u8),
+}
+
+impl Ty {
+    /// The number dtype, or the pointee of a pointer.
+    pub fn dtype(self) -> DType {
+        match self {
+            Ty::Scalar(d) | Ty::Ptr(d) | Ty::Tile(d, _) => d,
+        }
+    }
+
+    /// Lanes of a tile, 1 for scalars and pointers.
+    pub fn lanes(self) -> u8 {
+        match self {
+            Ty::Tile(_, l) => l,
+            _ => 1,
+        }
+    }
+
+    /// True for tiles.
+    pub fn is_tile(self) -> bool {
+        matches!(self, Ty::Tile(..))
+    }
+}
+
+impl std::fmt::Display for Ty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ty::Scalar(d) => write!(f, "{d}"),
+            Ty::Ptr(d) => write!(f, "*{d}"),
+            Ty::Tile(d, l) => write!(f, "{d}x{l}"),
+        }
+    }
+}
+
+/// Where a value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    /// The `n`-th result of an instruction.
+    Result(Inst, u32),
+    /// The `n`-th argument of region `r` of an instruction.
+    RegionArg(Inst, u32, u32),
+}
+
+/// Per-value data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueData {
+    /// Type.
+    pub ty: Ty,
+    /// Definition.
+    pub def: ValueDef,
+}
+
+/// How a memory access addresses its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Addressing {
+    /// One element at `base + offset` (scalar offset): a scalar access.
+    Scalar,
+    /// A tile of consecutive elements starting at `base + offset` (scalar offset):
+    /// one vector access when every lane is enabled.
+    Contiguous,
+    /// A tile of elements at `base + offset[lane]` (tile offset): one access per lane.
+    Gather,
+}
+
+/// What an instruction does. Operands are in [`InstData::args`], listed per variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Opcode {
+    /// `() -> scalar or ptr`: the kernel argument in ABI slot `n`.
+    Arg(u32),
+    /// `() -> scalar`: a constant of the result's dtype.
+    Const(Const),
+    /// `() -> i32`.
+    ProgramId(u8),
+    /// `() -> i32`.
+    NumPrograms(u8),
+    /// `(scalar) -> tile`: every lane equals the scalar.
+    Splat,
+    /// `(start: i32 or i64 scalar) -> tile`: lane `k` is `start + k`.
+    Iota,
+    /// `(a, b) -> c`: same types (scalars or tiles).
+    Binary(BinOp),
+    /// `(a, b) -> i1 or i1 tile`.
+    Cmp(CmpOp),
+    /// `(a) -> b`.
+    Unary(UnOp),
+    /// `(cond, a, b) -> c`: lanewise for tiles (cond a tile of i1 or a scalar i1).
+    Select,
+    /// `(a) -> b`: numeric conversion to the result's dtype, lanewise.
+    Cast,
+    /// `(a) -> b`: same bits, another dtype of the same width.
+    Bitcast,
+    /// `(ptr, offset: int scalar) -> ptr`: offset counted in elements.
+    PtrAdd,
+    /// `(ptr, offset [, mask [, other]]) -> scalar or tile`. `offset` is a scalar for
+    /// `Scalar`/`Contiguous` addressing and a tile for `Gather`. Masked-off lanes are
+    /// never read and take `other` (zero when absent).
+    Load {
+        /// Addressing mode.
+        addr: Addressing,
+        /// A mask operand follows the offset.
+        has_mask: bool,
+        /// An `other` operand follows the mask.
+        has_other: bool,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(ptr, offset, value [, mask]) -> ()`.
+    Store {
+        /// Addressing mode.
+        addr: Addressing,
+        /// A mask operand follows the value.
+        has_mask: bool,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(ptr, offset, value [, mask]) -> old`: seq-cst read-modify-write per lane.
+    Atomic {
+        /// Kind.
+        op: AtomicOp,
+        /// Addressing mode.
+        addr: Addressing,
+        /// A mask operand follows the value.
+        has_mask: bool,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(ptr, offset, cmp, value) -> old`: seq-cst compare-and-swap per lane.
+    AtomicCas {
+        /// Addressing mode.
+        addr: Addressing,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(index: scalar) -> tile`: reads `lanes` consecutive elements of scratch buffer
+    /// `slot` starting at element `index`.
+    ScratchLoad(u32),
+    /// `(index: scalar, value: tile) -> ()`: writes them.
+    ScratchStore(u32),
+    /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
+    ReduceLanes(ReduceOp),
+    /// `(lb, ub, step, init...) -> carried...`: one region with arguments
+    /// `(iv, carried...)`, ending in `yield next...`. Runs while `iv < ub` (`iv > ub` for a
+    /// negative step).
+    For,
+    /// `(init...) -> carried...`: region 0 (arguments = carried) ends in
+    /// `condition(flag, fwd...)`; region 1 (arguments = fwd) ends in `yield next...`.
+    While,
+    /// `(cond) -> results...`: regions then/else, each ending in `yield`.
+    If,
+    /// `(values...) -> ()`: region terminator.
+    Yield,
+    /// `(flag, values...) -> ()`: terminator of a while's condition region.
+    Condition,
+    /// `(cond) -> ()`: stops the launch when false.
+    Assert {
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(values...) -> ()`: prints the prefix string and the values.
+    Print(u32),
+}
+
+/// An ordered list of instructions with arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Region {
+    /// Arguments.
+    pub args: Vec<Value>,
+    /// Instructions in order.
+    pub insts: Vec<Inst>,
+}
+
+/// Per-instruction data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstData {
+    /// What it does.
+    pub opcode: Opcode,
+    /// Operands.
+    pub args: Vec<Value>,
+    /// Results.
+    pub results: Vec<Value>,
+    /// Nested regions.
+    pub regions: Vec<Region>,
+}
+
+/// A memory access site of the source: where an out-of-bounds error points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// Source span of the access.
+    pub span: Span,
+    /// ABI slot of the pointer argument the accessed pointer derives from; bounds are
+    /// those of that argument's buffer.
+    pub arg: u32,
+}
+
+/// A per-program scratch buffer: a block that lives across loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scratch {
+    /// Element type.
+    pub dtype: DType,
+    /// Number of elements.
+    pub len: u32,
+    /// Byte offset in the program's scratch area (64-byte aligned).
+    pub offset: u32,
+}
+
+/// A kernel argument as the ABI passes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgInfo {
+    /// Source name.
+    pub name: String,
+    /// ABI slot.
+    pub slot: u32,
+    /// Scalar or pointer type.
+    pub ty: Ty,
+}
+
+/// A kernel in loop IR.
+#[derive(Clone, Debug, Default)]
+pub struct Function {
+    /// Kernel name.
+    pub name: String,
+    /// Runtime arguments.
+    pub args: Vec<ArgInfo>,
+    /// Values.
+    pub values: PrimaryMap<Value, ValueData>,
+    /// Instructions.
+    pub insts: PrimaryMap<Inst, InstData>,
+    /// Source span of each instruction.
+    pub spans: SecondaryMap<Inst, Span>,
+    /// Top-level region.
+    pub body: Region,
+    /// Memory access sites.
+    pub sites: Vec<Site>,
+    /// Scratch buffers.
+    pub scratch: Vec<Scratch>,
+    /// `device_print` prefixes.
+    pub strings: Vec<String>,
+}
+
+impl Function {
+    /// Total scratch bytes a program needs.
+    pub fn scratch_bytes(&self) -> u32 {
+        self.scratch
+            .iter()
+            .map(|s| s.offset + s.len * s.dtype.size())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Type of a value.
+    pub fn ty(&self, v: Value) -> Ty {
+        self.values[v].ty
+    }
+
+    /// Creates a detached instruction with fresh results.
+    pub fn create_inst(
+        &mut self,
+        opcode: Opcode,
+        args: Vec<Value>,
+        result_types: &[Ty],
+        span: Span,
+    ) -> Inst {
+        let inst = self.insts.push(InstData {
+            opcode,
+            args,
+            results: Vec::new(),
+            regions: Vec::new(),
+        });
+        let results = result_types
+            .iter()
+            .enumerate()
+            .map(|(n, &ty)| {
+                self.values.push(ValueData {
+                    ty,
+                    def: ValueDef::Result(inst, n as u32),
+                })
+            })
+            .collect();
+        self.insts[inst].results = results;
+        self.spans[inst] = span;
+        inst
+    }
+
+    /// Creates a region argument.
+    pub fn create_region_arg(&mut self, inst: Inst, region: u32, index: u32, ty: Ty) -> Value {
+        self.values.push(ValueData {
+            ty,
+            def: ValueDef::RegionArg(inst, region, index),
+        })
+    }
+
+    /// Visits every instruction reachable from the body, parents first.
+    pub fn walk(&self, mut f: impl FnMut(Inst)) {
+        fn go(func: &Function, region: &Region, f: &mut impl FnMut(Inst)) {
+            for &i in &region.insts {
+                f(i);
+                for r in &func.insts[i].regions {
+                    go(func, r, f);
+                }
+            }
+        }
+        go(self, &self.body, &mut f);
+    }
+}

@@ -1,0 +1,1 @@
+//! Block IR optimization passes of lnc, one per file.

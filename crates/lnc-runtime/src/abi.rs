@@ -1,0 +1,118 @@
+//! The kernel ABI: the one calling convention shared by code generation and the launcher.
+//!
+//! A compiled kernel is
+//! `unsafe extern "C" fn(args: *const u64, pid: *const u32, nprog: *const u32, ctx: *mut ProgramCtx) -> u32`:
+//!
+//! - `args` has one 8-byte slot per *source* parameter of the kernel, constexpr ones
+//!   included (their slots are ignored), in declaration order. A pointer is its address;
+//!   an integer is sign- (signed) or zero- (unsigned, `i1`) extended to 64 bits; an `fp32`
+//!   is its bits in the low 32 bits; an `fp64` is its bits.
+//! - `pid` and `nprog` point at three `u32`: the program id and grid size on axes 0, 1, 2.
+//! - `ctx` is the program's context: bounds for safe launches, the worker's scratch area,
+//!   and the record of the first fault.
+//! - The return value is a [`Status`] code: 0 when the program finished.
+
+/// Status codes a kernel returns.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The program ran to completion.
+    Ok = 0,
+    /// A checked access fell outside its buffer; `ctx.fault` says where.
+    OutOfBounds = 1,
+    /// A `device_assert` failed; `ctx.fault.site` says which.
+    AssertFailed = 2,
+}
+
+/// The valid byte range of one pointer argument, relative to the address passed in its
+/// slot: an access of `size` bytes at byte offset `off` is in bounds when
+/// `lo <= off && off + size <= hi`. Non-pointer slots have `lo = hi = 0`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// Lowest valid byte offset (negative when the pointer points into the buffer).
+    pub lo: i64,
+    /// One past the highest valid byte offset.
+    pub hi: i64,
+}
+
+/// What a faulting program records before returning a non-zero [`Status`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fault {
+    /// Index of the access site (the compiler's site table maps it to a source span).
+    pub site: u32,
+    /// ABI slot of the pointer argument whose buffer was violated.
+    pub arg: u32,
+    /// Offending offset in elements, relative to the argument's pointer.
+    pub offset: i64,
+}
+
+/// Per-program context passed to a kernel.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ProgramCtx {
+    /// One [`Bounds`] per argument slot (read by checked code only).
+    pub bounds: *const Bounds,
+    /// The worker's scratch area, 64-byte aligned, at least the kernel's scratch size.
+    pub scratch: *mut u8,
+    /// Written by the kernel when it returns a non-zero status.
+    pub fault: Fault,
+}
+
+/// Byte offsets of [`ProgramCtx`]'s fields, for code generation.
+pub mod ctx_offsets {
+    /// `bounds`.
+    pub const BOUNDS: i32 = 0;
+    /// `scratch`.
+    pub const SCRATCH: i32 = 8;
+    /// `fault.site` (u32).
+    pub const FAULT_SITE: i32 = 16;
+    /// `fault.arg` (u32).
+    pub const FAULT_ARG: i32 = 20;
+    /// `fault.offset` (i64).
+    pub const FAULT_OFFSET: i32 = 24;
+}
+
+/// Byte offsets of [`Bounds`]'s fields and its size, for code generation.
+pub mod bounds_offsets {
+    /// `lo`.
+    pub const LO: i32 = 0;
+    /// `hi`.
+    pub const HI: i32 = 8;
+    /// Size of one entry.
+    pub const SIZE: i32 = 16;
+}
+
+/// The signature every compiled kernel has.
+pub type KernelFn = unsafe extern "C" fn(
+    args: *const u64,
+    pid: *const u32,
+    nprog: *const u32,
+    ctx: *mut ProgramCtx,
+) -> u32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    #[test]
+    fn offsets_match_layout() {
+        assert_eq!(offset_of!(ProgramCtx, bounds) as i32, ctx_offsets::BOUNDS);
+        assert_eq!(offset_of!(ProgramCtx, scratch) as i32, ctx_offsets::SCRATCH);
+        assert_eq!(
+            (offset_of!(ProgramCtx, fault) + offset_of!(Fault, site)) as i32,
+            ctx_offsets::FAULT_SITE
+        );
+        assert_eq!(
+            (offset_of!(ProgramCtx, fault) + offset_of!(Fault, arg)) as i32,
+            ctx_offsets::FAULT_ARG
+        );
+        assert_eq!(
+            (offset_of!(ProgramCtx, fault) + offset_of!(Fault, offset)) as i32,
+            ctx_offsets::FAULT_OFFSET
+        );
+        assert_eq!(std::mem::size_of::<Bounds>() as i32, bounds_offsets::SIZE);
+    }
+}

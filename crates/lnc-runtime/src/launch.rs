@@ -1,0 +1,559 @@
+//! The grid launcher: runs every program of a grid once, on a rayon thread pool.
+//!
+//! The grid is flattened with axis 0 fastest and cut into contiguous chunks of program
+//! ids, a few per worker: neighbouring programs usually touch neighbouring rows, so a
+//! worker walking a contiguous range keeps its prefetchers busy, and a few chunks per
+//! worker absorb uneven progress between threads (the machine is shared).
+//!
+//! Each chunk runs with one [`ProgramCtx`] and one scratch area, reused by all of its
+//! programs: the scratch area of a program is dead when the program returns, so nothing
+//! is allocated per program. Scratch areas are cached per thread between launches, which
+//! keeps a warm one-program launch to a function call plus a few stores.
+//!
+//! Faults are deterministic: the error names the faulting program with the lowest flat
+//! index, whatever the number of threads. Workers stop at the first program whose index
+//! is above the lowest fault seen so far, so every program that could fault earlier still
+//! runs and a faulting launch does not run to the end of the grid.
+
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status};
+
+/// Alignment of scratch areas, as the ABI promises.
+pub const SCRATCH_ALIGN: usize = 64;
+
+/// Chunks handed out per worker thread.
+const CHUNKS_PER_WORKER: usize = 4;
+
+/// Why a launch failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// A program returned a non-zero status (the one with the lowest flat program index).
+    #[error("program {pid:?} stopped with {status:?} at site {} (argument slot {}, element offset {})", fault.site, fault.arg, fault.offset)]
+    Fault {
+        /// What went wrong.
+        status: Status,
+        /// Program id of the faulting program.
+        pid: [u32; 3],
+        /// What the program recorded.
+        fault: Fault,
+    },
+    /// A kernel returned a status code the ABI does not define: a compiler bug.
+    #[error("program {pid:?} returned unknown status code {code}")]
+    UnknownStatus {
+        /// The code returned.
+        code: u32,
+        /// Program id of the program.
+        pid: [u32; 3],
+    },
+    /// `args` and `bounds` must have one entry per argument slot each.
+    #[error("{args} argument slots but {bounds} bounds entries")]
+    BoundsMismatch {
+        /// Length of `args`.
+        args: usize,
+        /// Length of `bounds`.
+        bounds: usize,
+    },
+    /// The grid has more programs than a `u64` counts.
+    #[error("grid {0:?} has too many programs")]
+    GridTooLarge([u32; 3]),
+    /// The scratch area could not be allocated.
+    #[error("cannot allocate {0} bytes of scratch memory")]
+    ScratchAlloc(usize),
+}
+
+/// Runs `kernel` once for every program of `grid`.
+///
+/// `args` has one slot per kernel argument (see [`crate::abi`]; the `pack_*` functions
+/// build slots) and `bounds` one entry per slot. `scratch_bytes` is the kernel's scratch
+/// size per program. `pool` picks the thread pool (`None`: the current rayon pool, the
+/// global one outside any pool). A grid with a zero dimension runs nothing; a
+/// one-program grid runs on the caller's thread.
+///
+/// # Safety
+/// `kernel` must follow the ABI and every pointer in `args` must be valid for every
+/// access the kernel makes through it (a kernel compiled with bounds checks makes only
+/// accesses inside `bounds`, which must then describe live memory). Programs run
+/// concurrently: the memory they write must not be read or written by anything else
+/// during the launch.
+pub unsafe fn launch(
+    kernel: KernelFn,
+    grid: [u32; 3],
+    args: &[u64],
+    bounds: &[Bounds],
+    scratch_bytes: usize,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<(), LaunchError> {
+    if args.len() != bounds.len() {
+        return Err(LaunchError::BoundsMismatch {
+            args: args.len(),
+            bounds: bounds.len(),
+        });
+    }
+    let total = (grid[0] as u64)
+        .checked_mul(grid[1] as u64)
+        .and_then(|n| n.checked_mul(grid[2] as u64))
+        .ok_or(LaunchError::GridTooLarge(grid))?;
+    if total == 0 {
+        return Ok(());
+    }
+    let job = Job {
+        kernel,
+        grid,
+        args: args.as_ptr(),
+        bounds: bounds.as_ptr(),
+        scratch_bytes,
+        lowest_fault: AtomicU64::new(u64::MAX),
+    };
+    if total == 1 {
+        return job.run_chunk(0, 1).map_err(|f| f.1);
+    }
+    let threads = match pool {
+        Some(p) => p.current_num_threads(),
+        None => rayon::current_num_threads(),
+    };
+    let chunks = total.min((threads.max(1) * CHUNKS_PER_WORKER) as u64) as usize;
+    let run = || {
+        (0..chunks)
+            .into_par_iter()
+            .with_max_len(1)
+            .filter_map(|c| {
+                // Chunk `c` covers `[total*c/chunks, total*(c+1)/chunks)`; u128 because
+                // `total * chunks` may exceed u64.
+                let start = (total as u128 * c as u128 / chunks as u128) as u64;
+                let end = (total as u128 * (c + 1) as u128 / chunks as u128) as u64;
+                job.run_chunk(start, end).err().map(|e| (e.0, e.1))
+            })
+            .min_by_key(|&(index, _)| index)
+    };
+    let first = match pool {
+        Some(p) => p.install(run),
+        None => run(),
+    };
+    first.map_or(Ok(()), |(_, e)| Err(e))
+}
+
+/// What every chunk of one launch shares.
+struct Job {
+    kernel: KernelFn,
+    grid: [u32; 3],
+    args: *const u64,
+    bounds: *const Bounds,
+    scratch_bytes: usize,
+    /// Flat index of the lowest faulting program seen so far.
+    lowest_fault: AtomicU64,
+}
+
+// SAFETY: the raw pointers are the caller's argument and bounds arrays, borrowed for the
+// whole launch and only read; `launch`'s contract makes concurrent kernel calls sound.
+unsafe impl Sync for Job {}
+
+/// A failed program: its flat index and the error.
+struct Failure(u64, LaunchError);
+
+impl Job {
+    /// Runs programs `start..end` in order; returns the first failure.
+    fn run_chunk(&self, start: u64, end: u64) -> Result<(), Failure> {
+        let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(start, e))?;
+        let mut ctx = ProgramCtx {
+            bounds: self.bounds,
+            scratch: scratch.ptr,
+            fault: Fault::default(),
+        };
+        let [gx, gy, _] = self.grid;
+        let (gx, gy) = (gx as u64, gy as u64);
+        let mut pid = [
+            (start % gx) as u32,
+            (start / gx % gy) as u32,
+            (start / (gx * gy)) as u32,
+        ];
+        let mut result = Ok(());
+        for index in start..end {
+            if index > self.lowest_fault.load(Ordering::Relaxed) {
+                break;
+            }
+            // SAFETY: `launch`'s contract.
+            let code =
+                unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), &mut ctx) };
+            if code != Status::Ok as u32 {
+                self.lowest_fault.fetch_min(index, Ordering::Relaxed);
+                let error = match status_of(code) {
+                    Some(status) => LaunchError::Fault {
+                        status,
+                        pid,
+                        fault: ctx.fault,
+                    },
+                    None => LaunchError::UnknownStatus { code, pid },
+                };
+                result = Err(Failure(index, error));
+                break;
+            }
+            pid[0] += 1;
+            if pid[0] as u64 == gx {
+                pid[0] = 0;
+                pid[1] += 1;
+                if pid[1] as u64 == gy {
+                    pid[1] = 0;
+                    pid[2] += 1;
+                }
+            }
+        }
+        scratch.give_back();
+        result
+    }
+}
+
+fn status_of(code: u32) -> Option<Status> {
+    [Status::Ok, Status::OutOfBounds, Status::AssertFailed]
+        .into_iter()
+        .find(|&s| s as u32 == code)
+}
+
+/// A 64-byte-aligned scratch area owned by one worker for the duration of a chunk.
+struct ScratchArea {
+    ptr: *mut u8,
+    layout: Option<Layout>,
+}
+
+thread_local! {
+    /// The scratch area this thread used last, kept for the next launch.
+    static CACHED_SCRATCH: Cell<Option<ScratchArea>> = const { Cell::new(None) };
+}
+
+impl ScratchArea {
+    /// This thread's cached area if it is big enough, a new one otherwise. Taking it out
+    /// of the cache keeps two chunks on one thread (rayon nesting) from sharing it.
+    fn take(bytes: usize) -> Result<ScratchArea, LaunchError> {
+        if bytes == 0 {
+            return Ok(ScratchArea {
+                ptr: std::ptr::null_mut(),
+                layout: None,
+            });
+        }
+        if let Some(area) = CACHED_SCRATCH.take() {
+            if area.layout.is_some_and(|l| l.size() >= bytes) {
+                return Ok(area);
+            }
+        }
+        let layout = Layout::from_size_align(bytes, SCRATCH_ALIGN)
+            .map_err(|_| LaunchError::ScratchAlloc(bytes))?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            return Err(LaunchError::ScratchAlloc(bytes));
+        }
+        Ok(ScratchArea {
+            ptr,
+            layout: Some(layout),
+        })
+    }
+
+    /// Returns the area to this thread's cache, keeping the bigger of the two.
+    fn give_back(self) {
+        if self.layout.is_none() {
+            return;
+        }
+        let keep = match CACHED_SCRATCH.take() {
+            Some(cached) if cached.layout.map(|l| l.size()) >= self.layout.map(|l| l.size()) => {
+                cached
+            }
+            _ => self,
+        };
+        CACHED_SCRATCH.set(Some(keep));
+    }
+}
+
+impl Drop for ScratchArea {
+    fn drop(&mut self) {
+        if let Some(layout) = self.layout {
+            // SAFETY: allocated in `take` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr, layout) };
+        }
+    }
+}
+
+/// The bounds of a buffer of `bytes` bytes passed by its start address.
+pub fn buffer_bounds(bytes: usize) -> Bounds {
+    Bounds {
+        lo: 0,
+        hi: bytes as i64,
+    }
+}
+
+/// The argument slot of an `fp32`: its bits in the low half.
+pub fn pack_f32(v: f32) -> u64 {
+    v.to_bits() as u64
+}
+
+/// The argument slot of an `fp64`: its bits.
+pub fn pack_f64(v: f64) -> u64 {
+    v.to_bits()
+}
+
+/// The argument slot of a signed integer (`i8`..`i64`): sign-extended.
+pub fn pack_int(v: i64) -> u64 {
+    v as u64
+}
+
+/// The argument slot of an unsigned integer (`u8`..`u64`): zero-extended.
+pub fn pack_uint(v: u64) -> u64 {
+    v
+}
+
+/// The argument slot of an `i1`.
+pub fn pack_bool(v: bool) -> u64 {
+    v as u64
+}
+
+/// The argument slot of a pointer: its address.
+pub fn pack_ptr<T>(p: *const T) -> u64 {
+    p as usize as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    /// Counts runs per program: `args[0]` points at one `AtomicU32` per program, indexed
+    /// by the flat program id.
+    unsafe extern "C" fn count_runs(
+        args: *const u64,
+        pid: *const u32,
+        nprog: *const u32,
+        _ctx: *mut ProgramCtx,
+    ) -> u32 {
+        unsafe {
+            let counters = *args as *const AtomicU32;
+            let p = std::slice::from_raw_parts(pid, 3);
+            let n = std::slice::from_raw_parts(nprog, 3);
+            let flat =
+                p[0] as usize + n[0] as usize * (p[1] as usize + n[1] as usize * p[2] as usize);
+            (*counters.add(flat)).fetch_add(1, Ordering::Relaxed);
+        }
+        0
+    }
+
+    /// Writes its flat pid into `out[pid]` (`args[0]`); programs whose flat id is a
+    /// multiple of 7 above 0 fault with the pid as offset.
+    unsafe extern "C" fn fault_on_sevens(
+        args: *const u64,
+        pid: *const u32,
+        nprog: *const u32,
+        ctx: *mut ProgramCtx,
+    ) -> u32 {
+        unsafe {
+            let out = *args as *mut u32;
+            let flat = *pid + *nprog * (*pid.add(1) + *nprog.add(1) * *pid.add(2));
+            if flat != 0 && flat % 7 == 0 {
+                (*ctx).fault = Fault {
+                    site: 3,
+                    arg: 0,
+                    offset: flat as i64,
+                };
+                return Status::OutOfBounds as u32;
+            }
+            *out.add(flat as usize) = flat;
+        }
+        0
+    }
+
+    /// Checks the scratch area is aligned and private to the worker while it runs.
+    unsafe extern "C" fn use_scratch(
+        args: *const u64,
+        pid: *const u32,
+        _nprog: *const u32,
+        ctx: *mut ProgramCtx,
+    ) -> u32 {
+        unsafe {
+            let scratch = (*ctx).scratch as *mut u32;
+            if scratch as usize % SCRATCH_ALIGN != 0 {
+                return 7;
+            }
+            for k in 0..256 {
+                scratch.add(k).write_volatile(*pid + k as u32);
+            }
+            for k in 0..256 {
+                if scratch.add(k).read_volatile() != *pid + k as u32 {
+                    return 9;
+                }
+            }
+            let done = *args as *const AtomicU32;
+            (*done).fetch_add(1, Ordering::Relaxed);
+        }
+        0
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    fn run_counting(grid: [u32; 3], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+        let n = grid.iter().map(|&g| g as usize).product();
+        let counters: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        let args = [pack_ptr(counters.as_ptr())];
+        unsafe { launch(count_runs, grid, &args, &[Bounds::default()], 0, pool) }.unwrap();
+        counters.into_iter().map(|c| c.into_inner()).collect()
+    }
+
+    #[test]
+    fn every_program_runs_exactly_once() {
+        for threads in [1, 2, 8] {
+            let p = pool(threads);
+            for grid in [
+                [1, 1, 1],
+                [2, 1, 1],
+                [37, 1, 1],
+                [5, 3, 2],
+                [1, 7, 11],
+                [1000, 3, 1],
+            ] {
+                let runs = run_counting(grid, Some(&p));
+                assert!(
+                    runs.iter().all(|&r| r == 1),
+                    "threads {threads}, grid {grid:?}: {runs:?}"
+                );
+            }
+        }
+        assert!(run_counting([64, 2, 1], None).iter().all(|&r| r == 1));
+    }
+
+    #[test]
+    fn empty_grid_runs_nothing() {
+        for grid in [[0, 1, 1], [4, 0, 1], [4, 4, 0]] {
+            let runs = run_counting(grid, None);
+            assert!(runs.is_empty());
+        }
+    }
+
+    #[test]
+    fn lowest_fault_is_reported() {
+        for threads in [1, 2, 8] {
+            let p = pool(threads);
+            for grid in [[100, 1, 1], [10, 10, 1], [3, 4, 9]] {
+                let n = grid.iter().product::<u32>() as usize;
+                let mut out = vec![u32::MAX; n];
+                let args = [pack_ptr(out.as_mut_ptr())];
+                let err = unsafe {
+                    launch(
+                        fault_on_sevens,
+                        grid,
+                        &args,
+                        &[Bounds::default()],
+                        0,
+                        Some(&p),
+                    )
+                }
+                .unwrap_err();
+                let pid = [7 % grid[0], 7 / grid[0] % grid[1], 7 / (grid[0] * grid[1])];
+                assert_eq!(
+                    err,
+                    LaunchError::Fault {
+                        status: Status::OutOfBounds,
+                        pid,
+                        fault: Fault {
+                            site: 3,
+                            arg: 0,
+                            offset: 7
+                        }
+                    }
+                );
+                // Every program before the first fault ran.
+                assert_eq!(&out[..7], &[0, 1, 2, 3, 4, 5, 6]);
+            }
+        }
+    }
+
+    #[test]
+    fn one_program_fault() {
+        // Program 0 never faults; a one-program grid whose program faults needs pid 7.
+        let mut out = [0u32; 8];
+        let args = [pack_ptr(out.as_mut_ptr())];
+        let ok = unsafe {
+            launch(
+                fault_on_sevens,
+                [1, 1, 1],
+                &args,
+                &[Bounds::default()],
+                0,
+                None,
+            )
+        };
+        assert_eq!(ok, Ok(()));
+        let err = unsafe {
+            launch(
+                fault_on_sevens,
+                [8, 1, 1],
+                &args,
+                &[Bounds::default()],
+                0,
+                None,
+            )
+        }
+        .unwrap_err();
+        assert!(
+            matches!(err, LaunchError::Fault { pid: [7, 0, 0], .. }),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "program [7, 0, 0] stopped with OutOfBounds at site 3 (argument slot 0, element offset 7)"
+        );
+    }
+
+    #[test]
+    fn scratch_is_aligned_and_private() {
+        for threads in [1, 2, 8] {
+            let p = pool(threads);
+            let done = AtomicU32::new(0);
+            let args = [pack_ptr(&done)];
+            unsafe {
+                launch(
+                    use_scratch,
+                    [500, 1, 1],
+                    &args,
+                    &[Bounds::default()],
+                    1024,
+                    Some(&p),
+                )
+            }
+            .unwrap();
+            assert_eq!(done.load(Ordering::Relaxed), 500);
+        }
+    }
+
+    #[test]
+    fn validation_errors() {
+        let err = unsafe {
+            launch(
+                count_runs,
+                [1, 1, 1],
+                &[0, 0],
+                &[Bounds::default()],
+                0,
+                None,
+            )
+        }
+        .unwrap_err();
+        assert_eq!(err, LaunchError::BoundsMismatch { args: 2, bounds: 1 });
+        let err = unsafe { launch(count_runs, [u32::MAX; 3], &[], &[], 0, None) }.unwrap_err();
+        assert_eq!(err, LaunchError::GridTooLarge([u32::MAX; 3]));
+    }
+
+    #[test]
+    fn packing() {
+        assert_eq!(pack_f32(1.0), 0x3f80_0000);
+        assert_eq!(pack_f64(-2.0), (-2.0f64).to_bits());
+        assert_eq!(pack_int(-1), u64::MAX);
+        assert_eq!(pack_uint(7), 7);
+        assert_eq!(pack_bool(true), 1);
+        assert_eq!(buffer_bounds(16), Bounds { lo: 0, hi: 16 });
+    }
+}

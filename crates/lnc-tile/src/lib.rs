@@ -1,0 +1,1 @@
+//! Tiling passes of lnc: block IR to loop IR.

@@ -1,0 +1,1 @@
+//! lnc: JIT-compile Triton kernels to native CPU code with Cranelift (embedding API).

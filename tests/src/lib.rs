@@ -1,0 +1,1 @@
+//! lnc test suite (tests live in `tests/*.rs`).
