@@ -331,3 +331,32 @@ impl fmt::Display for Type {
         }
     }
 }
+
+impl DType {
+    /// `v` wrapped to this integer dtype's width and sign- or zero-extended back to 64 bits
+    /// (the canonical form of integer constants and interpreter values; `u64` keeps its bit
+    /// pattern, `int1` becomes 0 or 1). Floats return `v` unchanged.
+    pub fn wrap_int(self, v: i64) -> i64 {
+        match self {
+            DType::I1 => v & 1,
+            DType::I8 => v as i8 as i64,
+            DType::I16 => v as i16 as i64,
+            DType::I32 => v as i32 as i64,
+            DType::U8 => v as u8 as i64,
+            DType::U16 => v as u16 as i64,
+            DType::U32 => v as u32 as i64,
+            DType::I64 | DType::U64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => v,
+        }
+    }
+
+    /// `x` rounded to the nearest value of this float dtype (ties to even), as `f64`.
+    /// Integers return `x` unchanged.
+    pub fn round_float(self, x: f64) -> f64 {
+        match self {
+            DType::F32 => x as f32 as f64,
+            DType::F16 => half::f16::from_f64(x).to_f64(),
+            DType::BF16 => half::bf16::from_f64(x).to_f64(),
+            _ => x,
+        }
+    }
+}

@@ -1,1 +1,224 @@
-//! Cranelift code generation of lnc: loop IR to JIT-compiled machine code.
+//! # Cranelift code generation: loop IR to machine code
+//!
+//! [`compile`] translates one loop-IR [`Function`](lnc_lir::Function) into one Cranelift
+//! function with the kernel ABI of [`lnc_runtime::abi`], compiles it for the host
+//! (x86-64 features detected by `cranelift-native`, `opt_level=speed`) and returns a
+//! [`CompiledKernel`] that the launcher runs.
+//!
+//! The translation is direct, one loop-IR instruction at a time, driven the way
+//! rustc_codegen_cranelift drives `cranelift-frontend`: the blocks of every structured
+//! construct are created up front, one [`FunctionCx`](base) carries the builder and the
+//! value map, `codegen_*` functions emit instructions, and loop-carried values travel as
+//! block parameters. The representation of values (tiles as 128-bit vectors or lists of
+//! scalars) is described in `value.rs`.
+//!
+//! Semantics the translation guarantees beyond Cranelift's own:
+//! - a masked-off lane of a load, store or atomic is never accessed;
+//! - integer division or remainder by zero gives 0 and `MIN / -1` wraps (no trap);
+//! - shifts by the bit width or more give 0 (`>>` of a negative signed value: -1), as
+//!   NumPy computes them in Triton's interpreter;
+//! - float to integer casts saturate (NaN gives 0);
+//! - with [`CodegenOptions::checked`], every access is checked against the bounds of
+//!   the argument its site names; a violation records the fault in the program context
+//!   and returns `Status::OutOfBounds` instead of touching memory.
+
+mod base;
+mod helpers;
+mod memory;
+mod num;
+mod value;
+
+use std::sync::{Mutex, OnceLock};
+
+use cranelift_codegen::ir::{AbiParam, UserFuncName, types};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module};
+use lnc_runtime::KernelFn;
+
+/// How to compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodegenOptions {
+    /// Bounds-check every memory access (safe launches).
+    pub checked: bool,
+    /// Keep the Cranelift IR before and after optimization and the machine code as text
+    /// in [`CompiledKernel::text`].
+    pub emit_text: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions { checked: true, emit_text: false }
+    }
+}
+
+/// Why a function could not be compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    /// The function uses something code generation does not handle yet.
+    #[error("unsupported in code generation: {0}")]
+    Unsupported(String),
+    /// The loop IR breaks one of its invariants (a bug of the pass that produced it).
+    #[error("invalid loop IR: {0}")]
+    InvalidIr(String),
+    /// The generated Cranelift IR does not verify (a bug of this crate).
+    #[error("Cranelift verifier errors (compiler bug):\n{0}")]
+    Verifier(String),
+    /// Cranelift could not compile or link the function.
+    #[error("Cranelift error: {0}")]
+    Cranelift(String),
+    /// Cranelift does not support the host machine.
+    #[error("host machine not supported by Cranelift: {0}")]
+    Host(String),
+}
+
+/// The text forms of a compiled kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelText {
+    /// Cranelift IR as generated.
+    pub clif: String,
+    /// Cranelift IR after Cranelift's optimizations.
+    pub opt_clif: String,
+    /// Machine code, as Cranelift prints it after register allocation.
+    pub asm: String,
+}
+
+/// A kernel compiled to machine code.
+///
+/// The code lives as long as this value: the function pointer of [`entry`](Self::entry)
+/// must not be called after it is dropped.
+pub struct CompiledKernel {
+    entry: KernelFn,
+    scratch_bytes: usize,
+    text: Option<KernelText>,
+    /// Owns the code. Never touched after finalization except to free it; the mutex only
+    /// makes the kernel `Sync` (the module holds a `RefCell`).
+    module: Mutex<Option<JITModule>>,
+}
+
+impl CompiledKernel {
+    /// The kernel's entry point, with the ABI of [`lnc_runtime::abi`].
+    pub fn entry(&self) -> KernelFn {
+        self.entry
+    }
+
+    /// Scratch bytes each program needs.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch_bytes
+    }
+
+    /// The text forms, when compiled with [`CodegenOptions::emit_text`].
+    pub fn text(&self) -> Option<&KernelText> {
+        self.text.as_ref()
+    }
+}
+
+impl std::fmt::Debug for CompiledKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledKernel").field("entry", &(self.entry as *const u8)).field("scratch_bytes", &self.scratch_bytes).finish()
+    }
+}
+
+impl Drop for CompiledKernel {
+    fn drop(&mut self) {
+        let module = self.module.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(module) = module {
+            // SAFETY: the code is only reachable through `entry`, whose contract ends
+            // with the kernel's life.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+/// The host ISA, built once: feature detection and flag parsing are not free and the
+/// result never changes.
+fn host_isa() -> Result<OwnedTargetIsa, CodegenError> {
+    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let set = |flags: &mut settings::Builder, name: &str, value: &str| {
+            flags.set(name, value).map_err(|e| format!("setting {name}={value}: {e}"))
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        // Verified once in `define` before compiling; a second run inside Cranelift would
+        // only cost compile time.
+        set(&mut flags, "enable_verifier", "false")?;
+        // JIT code calls helpers anywhere in the address space.
+        set(&mut flags, "use_colocated_libcalls", "false")?;
+        set(&mut flags, "is_pic", "false")?;
+        let isa = cranelift_native::builder().map_err(str::to_string)?;
+        isa.finish(settings::Flags::new(flags)).map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(CodegenError::Host)
+}
+
+fn new_module() -> Result<JITModule, CodegenError> {
+    let mut builder = JITBuilder::with_isa(host_isa()?, cranelift_module::default_libcall_names());
+    for (name, ptr) in helpers::symbols() {
+        builder.symbol(name, ptr);
+    }
+    Ok(JITModule::new(builder))
+}
+
+fn cranelift_error(e: impl std::fmt::Display) -> CodegenError {
+    CodegenError::Cranelift(e.to_string())
+}
+
+/// A kernel function declared and translated, not yet compiled.
+struct Translated {
+    module: JITModule,
+    id: cranelift_module::FuncId,
+    ctx: cranelift_codegen::Context,
+}
+
+fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated, CodegenError> {
+    let mut module = new_module()?;
+    let mut sig = module.make_signature();
+    let ptr = module.target_config().pointer_type();
+    sig.params.extend([AbiParam::new(ptr); 4]);
+    sig.returns.push(AbiParam::new(types::I32));
+    let name = if f.name.is_empty() { "kernel" } else { &f.name };
+    let id = module.declare_function(name, Linkage::Local, &sig).map_err(cranelift_error)?;
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
+    if let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags()) {
+        return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, errors)));
+    }
+    Ok(Translated { module, id, ctx })
+}
+
+/// Compiles `f` for the host.
+pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledKernel, CodegenError> {
+    let Translated { mut module, id, mut ctx } = translate(f, opts)?;
+    let clif = opts.emit_text.then(|| ctx.func.display().to_string());
+    ctx.set_disasm(opts.emit_text);
+    module.define_function(id, &mut ctx).map_err(cranelift_error)?;
+    let text = clif.map(|clif| KernelText {
+        clif,
+        opt_clif: ctx.func.display().to_string(),
+        asm: ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default(),
+    });
+    module.finalize_definitions().map_err(cranelift_error)?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: the function was declared with the kernel ABI's signature (four pointers,
+    // an i32 status) in the host's default calling convention, which is "C".
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+    Ok(CompiledKernel { entry, scratch_bytes: f.scratch_bytes() as usize, text, module: Mutex::new(Some(module)) })
+}
+
+/// The Cranelift IR of `f` as generated, before Cranelift's optimizations (no machine
+/// code is produced).
+pub fn clif_text(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<String, CodegenError> {
+    let t = translate(f, opts)?;
+    Ok(t.ctx.func.display().to_string())
+}
+
+/// The machine code of `f` as Cranelift prints it.
+pub fn asm_text(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<String, CodegenError> {
+    let k = compile(f, &CodegenOptions { emit_text: true, ..*opts })?;
+    Ok(k.text.as_ref().map(|t| t.asm.clone()).unwrap_or_default())
+}

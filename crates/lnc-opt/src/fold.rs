@@ -31,7 +31,6 @@ use lnc_bir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, UnOp};
 
 use crate::util::{
     Subst, def_opcode, emit_const, lanes_const, lanes_int, put_regions, round_float, take_regions,
-    wrap_int,
 };
 
 /// The pass's name, for `--passes` and test headers.
@@ -161,7 +160,7 @@ fn fold_inst(func: &Function, inst: Inst) -> Option<Folded> {
                 (lnc_bir::ReduceOp::Sum, Const::Int(k)) => {
                     let d = operand_dtype(0)?;
                     let n = *func.ty(src).shape.dims().get(axis as usize)? as i64;
-                    Some(Folded::Const(Const::Int(wrap_int(d, k.wrapping_mul(n)))))
+                    Some(Folded::Const(Const::Int(d.wrap_int(k.wrapping_mul(n)))))
                 }
                 (lnc_bir::ReduceOp::Sum, Const::Float(_)) => None,
             }
@@ -181,9 +180,9 @@ fn cmp_arange(
     k: lnc_bir::Value,
 ) -> Option<bool> {
     let Some(Opcode::Arange { start, end }) = def_opcode(func, range) else { return None };
-    let k = wrap_int(d, lanes_int(func, k)?);
+    let k = d.wrap_int(lanes_int(func, k)?);
     // Lanes must be the dtype's own values for the integer order to match the lanes' order.
-    if !d.is_signed() || end <= start || wrap_int(d, start) != start || wrap_int(d, end - 1) != end - 1 {
+    if !d.is_signed() || end <= start || d.wrap_int(start) != start || d.wrap_int(end - 1) != end - 1 {
         return None;
     }
     let first = eval_cmp(op, d, Const::Int(start), Const::Int(k))?;
@@ -217,7 +216,7 @@ pub fn eval_binary(op: BinOp, d: DType, a: Const, b: Const) -> Option<Const> {
 }
 
 fn int_binary(op: BinOp, d: DType, x: i64, y: i64) -> Option<i64> {
-    let (x, y) = (wrap_int(d, x), wrap_int(d, y));
+    let (x, y) = (d.wrap_int(x), d.wrap_int(y));
     // Unsigned values are stored zero-extended (u64 as its bits), so their order and
     // quotients are those of the `u64` reinterpretation.
     let (ux, uy) = (x as u64, y as u64);
@@ -227,7 +226,7 @@ fn int_binary(op: BinOp, d: DType, x: i64, y: i64) -> Option<i64> {
         BinOp::Sub => x.wrapping_sub(y),
         BinOp::Mul => x.wrapping_mul(y),
         BinOp::IDiv | BinOp::Rem => {
-            let min = wrap_int(d, 1i64.wrapping_shl(d.bits() - 1));
+            let min = d.wrap_int(1i64.wrapping_shl(d.bits() - 1));
             if y == 0 || (signed && x == min && y == -1) {
                 return None;
             }
@@ -258,7 +257,7 @@ fn int_binary(op: BinOp, d: DType, x: i64, y: i64) -> Option<i64> {
         BinOp::Max => ux.max(uy) as i64,
         BinOp::Div | BinOp::Pow => return None,
     };
-    Some(wrap_int(d, r))
+    Some(d.wrap_int(r))
 }
 
 fn float_binary(op: BinOp, d: DType, x: f64, y: f64) -> Option<f64> {
@@ -330,7 +329,7 @@ pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
     use std::cmp::Ordering;
     match (a, b) {
         (Const::Int(x), Const::Int(y)) if d.is_int() => {
-            let (x, y) = (wrap_int(d, x), wrap_int(d, y));
+            let (x, y) = (d.wrap_int(x), d.wrap_int(y));
             let ord = if d.is_signed() { x.cmp(&y) } else { (x as u64).cmp(&(y as u64)) };
             Some(match op {
                 CmpOp::Eq => ord == Ordering::Equal,
@@ -357,7 +356,7 @@ pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
 pub fn eval_unary(op: UnOp, d: DType, a: Const) -> Option<Const> {
     match a {
         Const::Int(x) if d.is_int() => {
-            let x = wrap_int(d, x);
+            let x = d.wrap_int(x);
             let r = match op {
                 UnOp::Neg => x.wrapping_neg(),
                 UnOp::Not => !x,
@@ -365,7 +364,7 @@ pub fn eval_unary(op: UnOp, d: DType, a: Const) -> Option<Const> {
                 UnOp::Abs => x,
                 _ => return None,
             };
-            Some(Const::Int(wrap_int(d, r)))
+            Some(Const::Int(d.wrap_int(r)))
         }
         Const::Float(x) if d.is_float() => {
             let r = match d {
@@ -383,14 +382,14 @@ pub fn eval_unary(op: UnOp, d: DType, a: Const) -> Option<Const> {
 pub fn eval_cast(from: DType, to: DType, a: Const) -> Option<Const> {
     match a {
         Const::Int(x) if from.is_int() => {
-            let x = wrap_int(from, x);
+            let x = from.wrap_int(x);
             if to == DType::I1 {
                 return Some(Const::Int((x != 0) as i64));
             }
             if to.is_int() {
                 // `x` is already sign- or zero-extended by `from`, which is exactly the
                 // extension the conversion performs before truncating to `to`.
-                return Some(Const::Int(wrap_int(to, x)));
+                return Some(Const::Int(to.wrap_int(x)));
             }
             let unsigned64 = from == DType::U64;
             Some(Const::Float(match to {
@@ -430,13 +429,13 @@ pub fn eval_bitcast(from: DType, to: DType, a: Const) -> Option<Const> {
         return None;
     }
     let bits = match (a, from) {
-        (Const::Int(x), _) if from.is_int() => wrap_int(from, x) as u64,
+        (Const::Int(x), _) if from.is_int() => from.wrap_int(x) as u64,
         (Const::Float(x), DType::F32) => (x as f32).to_bits() as u64,
         (Const::Float(x), DType::F64) => x.to_bits(),
         _ => return None,
     };
     let r = match to {
-        _ if to.is_int() => Const::Int(wrap_int(to, bits as i64)),
+        _ if to.is_int() => Const::Int(to.wrap_int(bits as i64)),
         DType::F32 => Const::Float(f32::from_bits(bits as u32) as f64),
         DType::F64 => Const::Float(f64::from_bits(bits)),
         _ => return None,

@@ -135,26 +135,12 @@ pub(crate) fn elem_type(ty: Type) -> Type {
     Type { elem: ty.elem, shape: lnc_bir::Shape::SCALAR }
 }
 
-/// `v` wrapped to the width of `d` and sign- or zero-extended back to 64 bits, the form
-/// [`Const::Int`] stores.
-pub(crate) fn wrap_int(d: DType, v: i64) -> i64 {
-    match d {
-        DType::I1 => v & 1,
-        DType::I8 => v as i8 as i64,
-        DType::I16 => v as i16 as i64,
-        DType::I32 => v as i32 as i64,
-        DType::U8 => v as u8 as i64,
-        DType::U16 => v as u16 as i64,
-        DType::U32 => v as u32 as i64,
-        DType::I64 | DType::U64 | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => v,
-    }
-}
-
 /// Rounds `x` to the nearest value of float dtype `d`, ties to even, overflowing to
 /// infinity; NaN and infinities pass through.
 ///
-/// One rounding from the exact `f64`: going through `f32` first would round twice, which
-/// differs from a direct conversion for some `f64` inputs.
+/// One rounding from the exact `f64`. `DType::round_float` goes through the `half` crate,
+/// which rounds `f64` to `f16` via `f32` (twice) and truncates to `bf16` before rounding;
+/// both differ from a single rounding for some `f64` inputs.
 pub(crate) fn round_float(d: DType, x: f64) -> f64 {
     let (mantissa_bits, min_exp, max_finite) = match d {
         DType::F64 => return x,
@@ -211,9 +197,4 @@ pub(crate) fn put_regions(func: &mut Function, inst: Inst, regions: Vec<Region>)
 /// True when `ty` holds numbers of an integer dtype.
 pub(crate) fn is_int_type(ty: Type) -> bool {
     matches!(ty.elem, Elem::Scalar(d) if d.is_int())
-}
-
-/// True when `ty` holds numbers of a float dtype.
-pub(crate) fn is_float_type(ty: Type) -> bool {
-    matches!(ty.elem, Elem::Scalar(d) if d.is_float())
 }

@@ -1,0 +1,144 @@
+//! `.npy` arrays as kernel buffers: read with their element type, written back after a launch.
+
+use std::path::Path;
+
+use lnc::{BufferArg, DType};
+
+/// A host buffer holding an array's elements, 8-byte aligned so any dtype can live in it.
+pub struct HostBuffer {
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub len: usize,
+    storage: Vec<u64>,
+}
+
+impl HostBuffer {
+    /// A buffer of `len` elements of `dtype`, all bytes zero.
+    pub fn zeroed(dtype: DType, shape: Vec<u64>) -> HostBuffer {
+        let len = shape.iter().product::<u64>() as usize;
+        let bytes = len * dtype.size() as usize;
+        HostBuffer { dtype, shape, len, storage: vec![0u64; bytes.div_ceil(8)] }
+    }
+
+    /// The elements' bytes.
+    pub fn bytes(&self) -> &[u8] {
+        let n = self.len * self.dtype.size() as usize;
+        // SAFETY: `storage` holds at least `n` initialized bytes; u8 has no alignment needs.
+        unsafe { std::slice::from_raw_parts(self.storage.as_ptr() as *const u8, n) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.len * self.dtype.size() as usize;
+        // SAFETY: as in `bytes`, and the borrow is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr() as *mut u8, n) }
+    }
+
+    /// A writable launch argument over the whole buffer.
+    pub fn arg(&mut self) -> BufferArg<'_> {
+        let (len, dtype) = (self.len, self.dtype);
+        // SAFETY: the storage is valid for `len` elements and borrowed mutably for the
+        // lifetime of the returned argument.
+        unsafe { BufferArg::from_raw(self.storage.as_mut_ptr() as *mut u8, len, dtype) }
+    }
+}
+
+fn dtype_of(descr: &str) -> Option<DType> {
+    // Only little-endian (or byte-sized) elements: that is what the kernels read.
+    let (order, rest) = descr.split_at(1);
+    if !matches!(order, "<" | "|" | "=") {
+        return None;
+    }
+    Some(match rest {
+        "b1" => DType::I1,
+        "i1" => DType::I8,
+        "i2" => DType::I16,
+        "i4" => DType::I32,
+        "i8" => DType::I64,
+        "u1" => DType::U8,
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
+        "f2" => DType::F16,
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        _ => return None,
+    })
+}
+
+/// Reads an `.npy` file (C order, little-endian, numeric) into a host buffer.
+pub fn read(path: &Path) -> Result<HostBuffer, String> {
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("`{shown}` is not a valid .npy file: {e}"))?;
+    if npy.order() == npyz::Order::Fortran {
+        return Err(format!("`{shown}` is in Fortran order; save it in C order (np.ascontiguousarray)"));
+    }
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(t) => t.to_string(),
+        other => return Err(format!("`{shown}` has a structured dtype ({other:?}); lnc reads plain numeric arrays")),
+    };
+    let dtype = dtype_of(&descr)
+        .ok_or_else(|| format!("`{shown}` has element type `{descr}`, which lnc cannot pass to a kernel"))?;
+    let shape = npy.shape().to_vec();
+    let mut buf = HostBuffer::zeroed(dtype, shape);
+    let header_len = bytes.len() - buf.bytes().len();
+    let data = bytes.get(header_len..).ok_or_else(|| format!("`{shown}` is shorter than its header says"))?;
+    if data.len() != buf.bytes().len() {
+        return Err(format!("`{shown}` is shorter than its header says"));
+    }
+    buf.bytes_mut().copy_from_slice(data);
+    Ok(buf)
+}
+
+macro_rules! write_as {
+    ($buf:expr, $path:expr, $t:ty) => {{
+        let size = std::mem::size_of::<$t>();
+        let items: Vec<$t> = $buf
+            .bytes()
+            .chunks_exact(size)
+            .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk of the element size")))
+            .collect();
+        write_items($path, &$buf.shape, items)
+    }};
+}
+
+fn write_items<T: npyz::Serialize + npyz::AutoSerialize>(path: &Path, shape: &[u64], items: Vec<T>) -> Result<(), String> {
+    use npyz::WriterBuilder;
+    let shown = path.display();
+    let file = std::fs::File::create(path).map_err(|e| format!("cannot create `{shown}`: {e}"))?;
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(std::io::BufWriter::new(file))
+        .begin_nd()
+        .map_err(|e| format!("cannot write `{shown}`: {e}"))?;
+    w.extend(items).map_err(|e| format!("cannot write `{shown}`: {e}"))?;
+    w.finish().map_err(|e| format!("cannot write `{shown}`: {e}"))
+}
+
+/// Writes a host buffer as an `.npy` file with its shape and element type.
+pub fn write(path: &Path, buf: &HostBuffer) -> Result<(), String> {
+    match buf.dtype {
+        DType::I1 => write_items(path, &buf.shape, buf.bytes().iter().map(|&b| b != 0).collect::<Vec<bool>>()),
+        DType::I8 => write_as!(buf, path, i8),
+        DType::I16 => write_as!(buf, path, i16),
+        DType::I32 => write_as!(buf, path, i32),
+        DType::I64 => write_as!(buf, path, i64),
+        DType::U8 => write_as!(buf, path, u8),
+        DType::U16 => write_as!(buf, path, u16),
+        DType::U32 => write_as!(buf, path, u32),
+        DType::U64 => write_as!(buf, path, u64),
+        DType::F16 => {
+            let items: Vec<half::f16> = buf
+                .bytes()
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            write_items(path, &buf.shape, items)
+        }
+        // bf16 has no numpy dtype: it travels as its raw 16 bits in uint16 arrays.
+        DType::BF16 => write_as!(buf, path, u16),
+        DType::F32 => write_as!(buf, path, f32),
+        DType::F64 => write_as!(buf, path, f64),
+    }
+}

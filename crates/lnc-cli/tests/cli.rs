@@ -1,0 +1,168 @@
+//! The `lnc` binary, driven as a user would: exit codes, printed text, `.npy` files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use npyz::WriterBuilder;
+use rand::{Rng, SeedableRng};
+
+const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/seeds/triton_05_layer_norm.py");
+const FWD_SIG: &str = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024";
+
+fn lnc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lnc")).args(args).output().expect("lnc runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lnc-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn save(path: &Path, shape: &[u64], data: &[f32]) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(f).begin_nd().unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+}
+
+fn load(path: &Path) -> (Vec<u64>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    let shape = npy.shape().to_vec();
+    (shape, npy.into_vec::<f32>().unwrap())
+}
+
+#[test]
+fn check_lists_the_three_seed_kernels() {
+    let o = lnc(&["check", SEED]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("3 kernels"), "{out}");
+    for k in ["_layer_norm_fwd_fused(X, Y, W, B, M, V, stride, N, eps, BLOCK_SIZE: constexpr)", "_layer_norm_bwd_dx_fused(", "_layer_norm_bwd_dwdb("] {
+        assert!(out.contains(k), "{k} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn check_reports_syntax_errors_with_a_caret() {
+    let d = tempdir("check-err");
+    let f = d.join("bad.py");
+    std::fs::write(&f, "import triton\n@triton.jit\ndef k(X):\n    x = tl.load(X\n").unwrap();
+    let o = lnc(&["check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("bad.py:"), "{err}");
+    assert!(err.contains('^'), "{err}");
+}
+
+#[test]
+fn compile_prints_every_stage() {
+    for stage in ["ast", "bir", "opt", "lir", "clif", "asm"] {
+        let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", FWD_SIG, "--emit", stage]);
+        assert!(o.status.success(), "--emit {stage}: {}", stderr(&o));
+        assert!(stdout(&o).lines().count() > 5, "--emit {stage} printed:\n{}", stdout(&o));
+    }
+    let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", FWD_SIG, "--emit", "bir", "--emit", "lir"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(out.contains("; ---- bir ----") && out.contains("; ---- lir ----"), "{out}");
+}
+
+#[test]
+fn compile_rejects_a_bad_signature() {
+    let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", "*fp32,i32", "--emit", "bir"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!stderr(&o).is_empty());
+    let o = lnc(&["compile", SEED, "--kernel", "nope", "--signature", FWD_SIG]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no @jit kernel named `nope`"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_forward_layer_norm_on_npy_files() {
+    let d = tempdir("run");
+    let (m, n) = (151usize, 1000usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+    let x: Vec<f32> = (0..m * n).map(|_| -2.3 + rng.random::<f32>() - 0.5).collect();
+    let w: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.random::<f32>() - 0.5).collect();
+    save(&d.join("x.npy"), &[m as u64, n as u64], &x);
+    save(&d.join("w.npy"), &[n as u64], &w);
+    save(&d.join("b.npy"), &[n as u64], &b);
+    save(&d.join("y.npy"), &[m as u64, n as u64], &vec![f32::NAN; m * n]);
+    save(&d.join("m.npy"), &[m as u64], &vec![f32::NAN; m]);
+    save(&d.join("v.npy"), &[m as u64], &vec![f32::NAN; m]);
+    let a = |name: &str, file: &str| format!("{name}=@{}", d.join(file).display());
+    let out = d.join("out");
+    let args = [
+        "run".to_string(),
+        SEED.to_string(),
+        "--kernel".into(),
+        "_layer_norm_fwd_fused".into(),
+        "--grid".into(),
+        m.to_string(),
+        "--arg".into(),
+        a("X", "x.npy"),
+        "--arg".into(),
+        a("Y", "y.npy"),
+        "--arg".into(),
+        a("W", "w.npy"),
+        "--arg".into(),
+        a("B", "b.npy"),
+        "--arg".into(),
+        a("M", "m.npy"),
+        "--arg".into(),
+        a("V", "v.npy"),
+        "--arg".into(),
+        "stride=1000".into(),
+        "--arg".into(),
+        "N=1000".into(),
+        "--arg".into(),
+        "eps=1e-5".into(),
+        "--arg".into(),
+        "BLOCK_SIZE=1024".into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = lnc(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (yshape, y) = load(&out.join("Y.npy"));
+    let (_, mean) = load(&out.join("M.npy"));
+    let (_, rstd) = load(&out.join("V.npy"));
+    assert_eq!(yshape, vec![m as u64, n as u64]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mu = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = row.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / n as f64;
+        let rs = 1.0 / (var + 1e-5).sqrt();
+        assert!((mean[r] as f64 - mu).abs() < 1e-5, "mean[{r}]");
+        assert!((rstd[r] as f64 - rs).abs() < 1e-5 * rs.max(1.0), "rstd[{r}]");
+        for c in 0..n {
+            let want = (row[c] as f64 - mu) * rs * w[c] as f64 + b[c] as f64;
+            assert!((y[r * n + c] as f64 - want).abs() < 1e-5, "y[{r},{c}] = {} vs {want}", y[r * n + c]);
+        }
+    }
+    // X was an input: it is written back unchanged.
+    assert_eq!(load(&out.join("X.npy")).1, x);
+}
+
+#[test]
+fn run_reports_a_missing_file_and_a_missing_argument() {
+    let o = lnc(&["run", SEED, "--kernel", "_layer_norm_fwd_fused", "--grid", "1", "--arg", "X=@/nonexistent.npy", "--out", "/tmp/x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--arg X: cannot read `/nonexistent.npy`"), "{}", stderr(&o));
+    let o = lnc(&["run", SEED, "--kernel", "_layer_norm_fwd_fused", "--grid", "1", "--arg", "N=3", "--out", "/tmp/x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("missing --arg X="), "{}", stderr(&o));
+}

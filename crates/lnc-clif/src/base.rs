@@ -1,0 +1,669 @@
+//! The function body: the context struct, the region walk, control flow and the ABI.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_entity::SecondaryMap;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::{DataDescription, Linkage, Module};
+use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
+use lnc_runtime::abi::{Status, ctx_offsets};
+
+use crate::value::{self, CVal, Tile};
+use crate::{CodegenError, CodegenOptions, memory, num};
+
+/// Everything the `codegen_*` functions share while translating one function.
+pub(crate) struct FunctionCx<'a, 'b> {
+    pub(crate) f: &'a lir::Function,
+    pub(crate) opts: &'a CodegenOptions,
+    pub(crate) module: &'a mut JITModule,
+    pub(crate) bcx: FunctionBuilder<'b>,
+    /// The Cranelift values of every loop-IR value defined so far.
+    values: SecondaryMap<lir::Value, Option<CVal>>,
+    /// The blocks of each control-flow instruction, created up front.
+    blocks: SecondaryMap<lir::Inst, Vec<Block>>,
+    /// The kernel's parameters: argument slots, pid, grid size, context.
+    pub(crate) abi: [Value; 4],
+    helpers: HashMap<&'static str, FuncRef>,
+    /// The shared exit of failed bounds checks, `(site: i32, arg: i32, offset: i64)`.
+    oob_block: Option<Block>,
+    /// The shared exit of failed asserts, `(site: i32, arg: i32)`.
+    assert_block: Option<Block>,
+}
+
+/// Flags of reads of the ABI's inputs (argument slots, pids, bounds, the context's
+/// pointers): never written while the kernel runs, so Cranelift may merge and hoist them.
+pub(crate) fn abi_flags() -> MemFlagsData {
+    MemFlagsData::trusted().with_readonly().with_can_move()
+}
+
+/// Flags of the kernel's own memory accesses: unaligned, little-endian.
+pub(crate) fn data_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(ir::Endianness::Little).with_notrap()
+}
+
+/// An integer constant of type `ty`; Cranelift wants narrow immediates zero-extended.
+pub(crate) fn iconst(bcx: &mut FunctionBuilder, ty: Type, v: i64) -> Value {
+    let bits = ty.bits();
+    let v = if bits >= 64 { v } else { v & ((1i64 << bits) - 1) };
+    bcx.ins().iconst(ty, v)
+}
+
+pub(crate) fn block_args(vals: &[Value]) -> Vec<BlockArg> {
+    vals.iter().map(|&v| BlockArg::Value(v)).collect()
+}
+
+pub(crate) fn codegen_fn(
+    module: &mut JITModule,
+    func: &mut ir::Function,
+    f: &lir::Function,
+    opts: &CodegenOptions,
+) -> Result<(), CodegenError> {
+    let mut func_ctx = FunctionBuilderContext::new();
+    let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
+    let entry = bcx.create_block();
+    bcx.append_block_params_for_function_params(entry);
+    let blocks = create_blocks(&mut bcx, f)?;
+    bcx.switch_to_block(entry);
+    let params = bcx.block_params(entry);
+    let abi = [params[0], params[1], params[2], params[3]];
+    let mut fx = FunctionCx {
+        f,
+        opts,
+        module,
+        bcx,
+        values: SecondaryMap::new(),
+        blocks,
+        abi,
+        helpers: HashMap::new(),
+        oob_block: None,
+        assert_block: None,
+    };
+    if codegen_region(&mut fx, &f.body, &[])?.is_some() {
+        return Err(CodegenError::InvalidIr("the body ends with a terminator".into()));
+    }
+    let ok = fx.bcx.ins().iconst(types::I32, Status::Ok as i64);
+    fx.bcx.ins().return_(&[ok]);
+    fx.fill_exit_blocks();
+    fx.bcx.seal_all_blocks();
+    fx.bcx.finalize();
+    Ok(())
+}
+
+/// Creates the blocks of every control-flow instruction with their parameters.
+fn create_blocks(bcx: &mut FunctionBuilder, f: &lir::Function) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
+    let mut map = SecondaryMap::new();
+    let mut err = None;
+    f.walk(|inst| {
+        let data = &f.insts[inst];
+        let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+        let region_tys =
+            |n: usize| -> Vec<Ty> { data.regions.get(n).map(|r| r.args.iter().map(|&a| f.ty(a)).collect()).unwrap_or_default() };
+        // Parameter lists of the blocks, in order.
+        let shapes: Vec<Vec<Ty>> = match data.opcode {
+            // body(iv, carried...), exit(carried...)
+            Opcode::For => vec![region_tys(0), result_tys],
+            // cond(carried...), body(fwd...), exit(fwd...)
+            Opcode::While => vec![region_tys(0), region_tys(1), result_tys],
+            // then, else, merge(results...)
+            Opcode::If => vec![vec![], vec![], result_tys],
+            _ => return,
+        };
+        let mut blocks = Vec::new();
+        for tys in shapes {
+            let b = bcx.create_block();
+            for ty in tys {
+                match value::canonical_types(ty) {
+                    Ok(cl) => {
+                        for t in cl {
+                            bcx.append_block_param(b, t);
+                        }
+                    }
+                    Err(e) => err = err.take().or(Some(e)),
+                }
+            }
+            blocks.push(b);
+        }
+        map[inst] = blocks;
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(map),
+    }
+}
+
+/// What ended a region: the operands of its terminator.
+pub(crate) enum Exit {
+    /// `yield values...`
+    Yield(Vec<CVal>),
+    /// `condition(flag, values...)`
+    Condition(Value, Vec<CVal>),
+}
+
+/// Translates the instructions of `region` with its arguments bound to `args`; returns
+/// its terminator's operands, the builder left in the block that reaches it.
+fn codegen_region(fx: &mut FunctionCx, region: &lir::Region, args: &[CVal]) -> Result<Option<Exit>, CodegenError> {
+    if region.args.len() != args.len() {
+        return Err(CodegenError::InvalidIr(format!("a region has {} arguments, {} given", region.args.len(), args.len())));
+    }
+    for (&a, v) in region.args.iter().zip(args) {
+        fx.def(a, v.clone());
+    }
+    for (n, &inst) in region.insts.iter().enumerate() {
+        let data = &fx.f.insts[inst];
+        match data.opcode {
+            Opcode::Yield | Opcode::Condition => {
+                if n + 1 != region.insts.len() {
+                    return Err(CodegenError::InvalidIr(format!("terminator {inst} is not last in its region")));
+                }
+                let vals = data.args.iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
+                return Ok(Some(if data.opcode == Opcode::Yield {
+                    Exit::Yield(vals)
+                } else {
+                    let flag = vals.first().ok_or_else(|| CodegenError::InvalidIr("condition without a flag".into()))?.scalar()?;
+                    Exit::Condition(flag, vals[1..].to_vec())
+                }));
+            }
+            _ => codegen_inst(fx, inst)?,
+        }
+    }
+    Ok(None)
+}
+
+impl FunctionCx<'_, '_> {
+    pub(crate) fn def(&mut self, v: lir::Value, c: CVal) {
+        self.values[v] = Some(c);
+    }
+
+    pub(crate) fn val(&self, v: lir::Value) -> Result<CVal, CodegenError> {
+        self.values[v].clone().ok_or_else(|| CodegenError::InvalidIr(format!("{v} is used before it is defined")))
+    }
+
+    pub(crate) fn scalar(&self, v: lir::Value) -> Result<Value, CodegenError> {
+        self.val(v)?.scalar()
+    }
+
+    /// The value as a tile; a scalar operand is broadcast to `lanes` lanes.
+    pub(crate) fn tile(&mut self, v: lir::Value, lanes: u8) -> Result<Tile, CodegenError> {
+        match self.val(v)? {
+            CVal::Tile(t) => Ok(t),
+            CVal::Scalar(s) => {
+                let d = self.f.ty(v).dtype();
+                let per = value::canonical_per(d, lanes)?;
+                value::splat(&mut self.bcx, d, lanes, per, s)
+            }
+        }
+    }
+
+    /// Calls a helper of [`crate::helpers`].
+    pub(crate) fn call_helper(
+        &mut self,
+        name: &'static str,
+        params: &[Type],
+        returns: &[Type],
+        args: &[Value],
+    ) -> Result<Vec<Value>, CodegenError> {
+        let func_ref = match self.helpers.get(name) {
+            Some(&r) => r,
+            None => {
+                let mut sig = self.module.make_signature();
+                sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+                sig.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
+                let id = self.module.declare_function(name, Linkage::Import, &sig).map_err(crate::cranelift_error)?;
+                let r = self.module.declare_func_in_func(id, self.bcx.func);
+                self.helpers.insert(name, r);
+                r
+            }
+        };
+        let call = self.bcx.ins().call(func_ref, args);
+        Ok(self.bcx.inst_results(call).to_vec())
+    }
+
+    /// Loads a `ty` at `base + offset` of the ABI's read-only inputs.
+    pub(crate) fn load_abi(&mut self, ty: Type, base: Value, offset: i32) -> Value {
+        self.bcx.ins().load(ty, abi_flags(), base, offset)
+    }
+
+    /// The raw 64-bit slot of argument `slot`.
+    pub(crate) fn arg_slot(&mut self, slot: u32) -> Result<Value, CodegenError> {
+        let offset = i32::try_from(slot as u64 * 8).map_err(|_| CodegenError::InvalidIr(format!("argument slot {slot}")))?;
+        Ok(self.load_abi(types::I64, self.abi[0], offset))
+    }
+
+    /// The shared block that records an out-of-bounds fault and returns; filled by
+    /// [`FunctionCx::fill_exit_blocks`] (a block cannot be left half-built).
+    pub(crate) fn oob_block(&mut self) -> Block {
+        if let Some(b) = self.oob_block {
+            return b;
+        }
+        let b = self.bcx.create_block();
+        self.bcx.set_cold_block(b);
+        for ty in [types::I32, types::I32, types::I64] {
+            self.bcx.append_block_param(b, ty);
+        }
+        self.oob_block = Some(b);
+        b
+    }
+
+    /// The shared block that records a failed assert and returns.
+    fn assert_block(&mut self) -> Block {
+        if let Some(b) = self.assert_block {
+            return b;
+        }
+        let b = self.bcx.create_block();
+        self.bcx.set_cold_block(b);
+        for ty in [types::I32, types::I32] {
+            self.bcx.append_block_param(b, ty);
+        }
+        self.assert_block = Some(b);
+        b
+    }
+
+    /// Emits the bodies of the shared exit blocks used so far.
+    fn fill_exit_blocks(&mut self) {
+        if let Some(b) = self.oob_block {
+            self.bcx.switch_to_block(b);
+            let &[site, arg, offset] = self.bcx.block_params(b) else { unreachable!("created with three parameters") };
+            self.store_fault(site, arg, offset);
+            let status = self.bcx.ins().iconst(types::I32, Status::OutOfBounds as i64);
+            self.bcx.ins().return_(&[status]);
+        }
+        if let Some(b) = self.assert_block {
+            self.bcx.switch_to_block(b);
+            let &[site, arg] = self.bcx.block_params(b) else { unreachable!("created with two parameters") };
+            let zero = self.bcx.ins().iconst(types::I64, 0);
+            self.store_fault(site, arg, zero);
+            let status = self.bcx.ins().iconst(types::I32, Status::AssertFailed as i64);
+            self.bcx.ins().return_(&[status]);
+        }
+    }
+
+    fn store_fault(&mut self, site: Value, arg: Value, offset: Value) {
+        let ctx = self.abi[3];
+        let flags = MemFlagsData::trusted();
+        self.bcx.ins().store(flags, site, ctx, ctx_offsets::FAULT_SITE);
+        self.bcx.ins().store(flags, arg, ctx, ctx_offsets::FAULT_ARG);
+        self.bcx.ins().store(flags, offset, ctx, ctx_offsets::FAULT_OFFSET);
+    }
+
+    pub(crate) fn site(&self, site: u32) -> Result<lir::Site, CodegenError> {
+        self.f.sites.get(site as usize).copied().ok_or_else(|| CodegenError::InvalidIr(format!("site {site} is not in the site table")))
+    }
+}
+
+fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
+    let data = &fx.f.insts[inst];
+    let result_ty = data.results.first().map(|&r| fx.f.ty(r));
+    let result = |n: usize| -> Result<Ty, CodegenError> {
+        result_ty.filter(|_| data.results.len() == n).ok_or_else(|| CodegenError::InvalidIr(format!("{inst}: wrong number of results")))
+    };
+    let nargs = |n: usize| -> Result<(), CodegenError> {
+        if data.args.len() == n { Ok(()) } else { Err(CodegenError::InvalidIr(format!("{inst}: expected {n} operands"))) }
+    };
+    let out: CVal = match data.opcode {
+        Opcode::Arg(slot) => {
+            nargs(0)?;
+            codegen_arg(fx, slot, result(1)?)?
+        }
+        Opcode::Const(c) => {
+            nargs(0)?;
+            codegen_const(fx, c, result(1)?)?
+        }
+        Opcode::ProgramId(axis) | Opcode::NumPrograms(axis) => {
+            nargs(0)?;
+            if axis > 2 {
+                return Err(CodegenError::InvalidIr(format!("{inst}: axis {axis}")));
+            }
+            let base = if matches!(data.opcode, Opcode::ProgramId(_)) { fx.abi[1] } else { fx.abi[2] };
+            CVal::Scalar(fx.load_abi(types::I32, base, axis as i32 * 4))
+        }
+        Opcode::Splat => {
+            nargs(1)?;
+            let Ty::Tile(d, lanes) = result(1)? else {
+                return Err(CodegenError::InvalidIr(format!("{inst}: splat to a non-tile")));
+            };
+            let s = fx.scalar(data.args[0])?;
+            CVal::Tile(value::splat(&mut fx.bcx, d, lanes, value::canonical_per(d, lanes)?, s)?)
+        }
+        Opcode::Iota => {
+            nargs(1)?;
+            num::codegen_iota(fx, data.args[0], result(1)?)?
+        }
+        Opcode::Binary(op) => {
+            nargs(2)?;
+            num::codegen_binary(fx, op, data.args[0], data.args[1], result(1)?)?
+        }
+        Opcode::Cmp(op) => {
+            nargs(2)?;
+            num::codegen_cmp(fx, op, data.args[0], data.args[1], result(1)?)?
+        }
+        Opcode::Unary(op) => {
+            nargs(1)?;
+            num::codegen_unary(fx, op, data.args[0], result(1)?)?
+        }
+        Opcode::Select => {
+            nargs(3)?;
+            num::codegen_select(fx, data.args[0], data.args[1], data.args[2], result(1)?)?
+        }
+        Opcode::Cast => {
+            nargs(1)?;
+            num::codegen_cast(fx, data.args[0], result(1)?)?
+        }
+        Opcode::Bitcast => {
+            nargs(1)?;
+            num::codegen_bitcast(fx, data.args[0], result(1)?)?
+        }
+        Opcode::PtrAdd => {
+            nargs(2)?;
+            memory::codegen_ptr_add(fx, data.args[0], data.args[1])?
+        }
+        Opcode::Load { addr, has_mask, has_other, site } => {
+            nargs(2 + has_mask as usize + has_other as usize)?;
+            let mask = has_mask.then(|| data.args[2]);
+            let other = has_other.then(|| data.args[2 + has_mask as usize]);
+            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            memory::codegen_load(fx, access, mask, other, result(1)?)?
+        }
+        Opcode::Store { addr, has_mask, site } => {
+            nargs(3 + has_mask as usize)?;
+            let mask = has_mask.then(|| data.args[3]);
+            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            memory::codegen_store(fx, access, data.args[2], mask)?;
+            return Ok(());
+        }
+        Opcode::Atomic { op, addr, has_mask, site } => {
+            nargs(3 + has_mask as usize)?;
+            let mask = has_mask.then(|| data.args[3]);
+            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            memory::codegen_atomic(fx, access, memory::AtomicKind::Rmw(op), &[data.args[2]], mask, result(1)?)?
+        }
+        Opcode::AtomicCas { addr, site } => {
+            nargs(4)?;
+            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            memory::codegen_atomic(fx, access, memory::AtomicKind::Cas, &[data.args[2], data.args[3]], None, result(1)?)?
+        }
+        Opcode::ScratchLoad(slot) => {
+            nargs(1)?;
+            memory::codegen_scratch_load(fx, slot, data.args[0], result(1)?)?
+        }
+        Opcode::ScratchStore(slot) => {
+            nargs(2)?;
+            memory::codegen_scratch_store(fx, slot, data.args[0], data.args[1])?;
+            return Ok(());
+        }
+        Opcode::ReduceLanes(op) => {
+            nargs(1)?;
+            num::codegen_reduce_lanes(fx, op, data.args[0], result(1)?)?
+        }
+        Opcode::For => return codegen_for(fx, inst),
+        Opcode::While => return codegen_while(fx, inst),
+        Opcode::If => return codegen_if(fx, inst),
+        Opcode::Yield | Opcode::Condition => {
+            return Err(CodegenError::InvalidIr(format!("{inst}: terminator outside the end of a region")));
+        }
+        Opcode::Assert { site } => {
+            nargs(1)?;
+            return codegen_assert(fx, site, data.args[0]);
+        }
+        Opcode::Print(prefix) => return codegen_print(fx, prefix, &data.args),
+    };
+    fx.def(data.results[0], out);
+    Ok(())
+}
+
+fn codegen_arg(fx: &mut FunctionCx, slot: u32, ty: Ty) -> Result<CVal, CodegenError> {
+    let raw = fx.arg_slot(slot)?;
+    let v = match ty {
+        Ty::Ptr(_) | Ty::Scalar(DType::I64 | DType::U64) => raw,
+        Ty::Scalar(DType::F64) => fx.bcx.ins().bitcast(types::F64, MemFlagsData::new(), raw),
+        Ty::Scalar(DType::F32) => {
+            let bits = fx.bcx.ins().ireduce(types::I32, raw);
+            fx.bcx.ins().bitcast(types::F32, MemFlagsData::new(), bits)
+        }
+        Ty::Scalar(DType::I1) => {
+            // Any non-zero slot is true; the canonical i1 is 0 or 1.
+            fx.bcx.ins().icmp_imm(IntCC::NotEqual, raw, 0)
+        }
+        Ty::Scalar(d) => fx.bcx.ins().ireduce(value::scalar_type(d)?, raw),
+        Ty::Tile(..) => return Err(CodegenError::InvalidIr(format!("argument slot {slot} has tile type {ty}"))),
+    };
+    Ok(CVal::Scalar(v))
+}
+
+/// A scalar constant of dtype `d`.
+pub(crate) fn const_scalar(bcx: &mut FunctionBuilder, c: Const, d: DType) -> Result<Value, CodegenError> {
+    let ty = value::scalar_type(d)?;
+    Ok(match (c, d) {
+        (Const::Int(i), DType::F32) => bcx.ins().f32const(i as f32),
+        (Const::Int(i), DType::F64) => bcx.ins().f64const(i as f64),
+        (Const::Float(x), DType::F32) => bcx.ins().f32const(x as f32),
+        (Const::Float(x), DType::F64) => bcx.ins().f64const(x),
+        (Const::Int(i), DType::I1) => bcx.ins().iconst(ty, (i != 0) as i64),
+        (Const::Float(x), DType::I1) => bcx.ins().iconst(ty, (x != 0.0) as i64),
+        (Const::Int(i), _) => iconst(bcx, ty, i),
+        (Const::Float(x), _) => iconst(bcx, ty, if d.is_signed() { x as i64 } else { x as u64 as i64 }),
+    })
+}
+
+fn codegen_const(fx: &mut FunctionCx, c: Const, ty: Ty) -> Result<CVal, CodegenError> {
+    let s = const_scalar(&mut fx.bcx, c, ty.dtype())?;
+    Ok(match ty {
+        Ty::Scalar(_) => CVal::Scalar(s),
+        Ty::Tile(d, lanes) => CVal::Tile(value::splat(&mut fx.bcx, d, lanes, value::canonical_per(d, lanes)?, s)?),
+        Ty::Ptr(_) => return Err(CodegenError::InvalidIr("a pointer constant".into())),
+    })
+}
+
+/// Flattened canonical forms of `vals`, typed by `tys`.
+fn canonical_args(fx: &mut FunctionCx, tys: &[Ty], vals: &[CVal]) -> Result<Vec<Value>, CodegenError> {
+    if tys.len() != vals.len() {
+        return Err(CodegenError::InvalidIr(format!("{} values passed where {} are expected", vals.len(), tys.len())));
+    }
+    let mut out = Vec::new();
+    for (&ty, v) in tys.iter().zip(vals) {
+        out.extend(value::to_canonical(&mut fx.bcx, ty, v)?);
+    }
+    Ok(out)
+}
+
+/// Splits the parameters of `block` into values of types `tys`.
+fn block_vals(fx: &FunctionCx, block: Block, skip: usize, tys: &[Ty]) -> Result<Vec<CVal>, CodegenError> {
+    let params = fx.bcx.block_params(block)[skip..].to_vec();
+    let mut out = Vec::with_capacity(tys.len());
+    let mut at = 0;
+    for &ty in tys {
+        let n = value::canonical_types(ty)?.len();
+        out.push(value::from_flat(ty, &params[at..at + n])?);
+        at += n;
+    }
+    Ok(out)
+}
+
+fn yielded(exit: Option<Exit>, what: &str) -> Result<Vec<CVal>, CodegenError> {
+    match exit {
+        Some(Exit::Yield(v)) => Ok(v),
+        None => Ok(Vec::new()),
+        Some(Exit::Condition(..)) => Err(CodegenError::InvalidIr(format!("{what} ends with `condition`"))),
+    }
+}
+
+/// `iv` has not reached `ub`: `iv < ub` for a positive step, `iv > ub` for a negative
+/// one. With a constant step (the usual case) Cranelift folds the choice away.
+fn loop_continues(fx: &mut FunctionCx, d: DType, iv: Value, ub: Value, step: Value) -> Value {
+    if !d.is_signed() {
+        return fx.bcx.ins().icmp(IntCC::UnsignedLessThan, iv, ub);
+    }
+    let up = fx.bcx.ins().icmp_imm(IntCC::SignedGreaterThan, step, 0);
+    let below = fx.bcx.ins().icmp(IntCC::SignedLessThan, iv, ub);
+    let above = fx.bcx.ins().icmp(IntCC::SignedGreaterThan, iv, ub);
+    fx.bcx.ins().select(up, below, above)
+}
+
+/// A rotated loop: the entry tests the first iteration, the body's end tests the next,
+/// so each iteration takes one branch.
+fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let data = &f.insts[inst];
+    let (&[body, exit], [region]) = (&fx.blocks[inst][..], &data.regions[..]) else {
+        return Err(CodegenError::InvalidIr(format!("{inst}: a for needs one region")));
+    };
+    if data.args.len() < 3 || region.args.len() != data.args.len() - 2 || data.results.len() != data.args.len() - 3 {
+        return Err(CodegenError::InvalidIr(format!("{inst}: operands, region arguments and results of a for do not match")));
+    }
+    let d = f.ty(data.args[0]).dtype();
+    let (lb, ub, step) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?, fx.scalar(data.args[2])?);
+    let carried_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+    let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
+    let init = canonical_args(fx, &carried_tys, &init)?;
+    let first = loop_continues(fx, d, lb, ub, step);
+    let body_args = block_args(&[&[lb][..], &init].concat());
+    fx.bcx.ins().brif(first, body, &body_args, exit, &block_args(&init));
+
+    fx.bcx.switch_to_block(body);
+    let iv = fx.bcx.block_params(body)[0];
+    let mut args = vec![CVal::Scalar(iv)];
+    args.extend(block_vals(fx, body, 1, &carried_tys)?);
+    let next = yielded(codegen_region(fx, region, &args)?, "a for body")?;
+    let next = canonical_args(fx, &carried_tys, &next)?;
+    let iv_next = fx.bcx.ins().iadd(iv, step);
+    let again = loop_continues(fx, d, iv_next, ub, step);
+    let body_args = block_args(&[&[iv_next][..], &next].concat());
+    fx.bcx.ins().brif(again, body, &body_args, exit, &block_args(&next));
+
+    fx.bcx.switch_to_block(exit);
+    for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
+        fx.def(r, v);
+    }
+    Ok(())
+}
+
+fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let data = &f.insts[inst];
+    let (&[cond, body, exit], [before, after]) = (&fx.blocks[inst][..], &data.regions[..]) else {
+        return Err(CodegenError::InvalidIr(format!("{inst}: a while needs two regions")));
+    };
+    let carried_tys: Vec<Ty> = before.args.iter().map(|&a| f.ty(a)).collect();
+    let fwd_tys: Vec<Ty> = after.args.iter().map(|&a| f.ty(a)).collect();
+    let init = data.args.iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
+    let init = canonical_args(fx, &carried_tys, &init)?;
+    fx.bcx.ins().jump(cond, &block_args(&init));
+
+    fx.bcx.switch_to_block(cond);
+    let carried = block_vals(fx, cond, 0, &carried_tys)?;
+    let Some(Exit::Condition(flag, fwd)) = codegen_region(fx, before, &carried)? else {
+        return Err(CodegenError::InvalidIr(format!("{inst}: the condition region of a while must end with `condition`")));
+    };
+    let fwd = canonical_args(fx, &fwd_tys, &fwd)?;
+    fx.bcx.ins().brif(flag, body, &block_args(&fwd), exit, &block_args(&fwd));
+
+    fx.bcx.switch_to_block(body);
+    let fwd = block_vals(fx, body, 0, &fwd_tys)?;
+    let next = yielded(codegen_region(fx, after, &fwd)?, "a while body")?;
+    let next = canonical_args(fx, &carried_tys, &next)?;
+    fx.bcx.ins().jump(cond, &block_args(&next));
+
+    fx.bcx.switch_to_block(exit);
+    let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+    if result_tys != fwd_tys {
+        return Err(CodegenError::InvalidIr(format!("{inst}: the results of a while differ from its forwarded values")));
+    }
+    for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &result_tys)?) {
+        fx.def(r, v);
+    }
+    Ok(())
+}
+
+fn codegen_if(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let data = &f.insts[inst];
+    let &[then_block, else_block, merge] = &fx.blocks[inst][..] else {
+        return Err(CodegenError::InvalidIr(format!("{inst}: blocks of an if")));
+    };
+    if data.args.len() != 1 || data.regions.is_empty() || data.regions.len() > 2 {
+        return Err(CodegenError::InvalidIr(format!("{inst}: an if takes one condition and one or two regions")));
+    }
+    let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+    let c = fx.scalar(data.args[0])?;
+    fx.bcx.ins().brif(c, then_block, &[], else_block, &[]);
+    let empty = lir::Region::default();
+    for (block, region) in [(then_block, &data.regions[0]), (else_block, data.regions.get(1).unwrap_or(&empty))] {
+        fx.bcx.switch_to_block(block);
+        let vals = yielded(codegen_region(fx, region, &[])?, "an if branch")?;
+        let vals = canonical_args(fx, &result_tys, &vals)?;
+        fx.bcx.ins().jump(merge, &block_args(&vals));
+    }
+    fx.bcx.switch_to_block(merge);
+    for (&r, v) in data.results.iter().zip(block_vals(fx, merge, 0, &result_tys)?) {
+        fx.def(r, v);
+    }
+    Ok(())
+}
+
+/// A false condition (any false lane of a tile) stops the program with `AssertFailed`.
+fn codegen_assert(fx: &mut FunctionCx, site: u32, cond: lir::Value) -> Result<(), CodegenError> {
+    let s = fx.site(site)?;
+    let ok = match fx.val(cond)? {
+        CVal::Scalar(c) => c,
+        CVal::Tile(t) => num::all_true(&mut fx.bcx, &t),
+    };
+    let fail = fx.assert_block();
+    let cont = fx.bcx.create_block();
+    let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
+    let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
+    fx.bcx.ins().brif(ok, cont, &[], fail, &block_args(&[site_v, arg_v]));
+    fx.bcx.switch_to_block(cont);
+    Ok(())
+}
+
+/// `device_print`: one helper call per lane, the line assembled and printed by the
+/// helpers (see `helpers.rs`).
+fn codegen_print(fx: &mut FunctionCx, prefix: u32, args: &[lir::Value]) -> Result<(), CodegenError> {
+    let text = fx
+        .f
+        .strings
+        .get(prefix as usize)
+        .ok_or_else(|| CodegenError::InvalidIr(format!("string {prefix} is not in the string table")))?;
+    let data = fx.module.declare_anonymous_data(false, false).map_err(crate::cranelift_error)?;
+    let mut desc = DataDescription::new();
+    desc.define(text.as_bytes().to_vec().into_boxed_slice());
+    fx.module.define_data(data, &desc).map_err(crate::cranelift_error)?;
+    let gv = fx.module.declare_data_in_func(data, fx.bcx.func);
+    let ptr = fx.bcx.ins().global_value(types::I64, gv);
+    let len = fx.bcx.ins().iconst(types::I64, text.len() as i64);
+    let pid = fx.abi[1];
+    fx.call_helper("lnc_print_begin", &[types::I64; 3], &[], &[pid, ptr, len])?;
+    let sep = |fx: &mut FunctionCx, kind: i64| {
+        let k = fx.bcx.ins().iconst(types::I32, kind);
+        fx.call_helper("lnc_print_sep", &[types::I32], &[], &[k]).map(drop)
+    };
+    for &a in args {
+        let ty = fx.f.ty(a);
+        let d = ty.dtype();
+        let lanes = match fx.val(a)? {
+            CVal::Scalar(s) => vec![s],
+            CVal::Tile(t) => value::lanes(&mut fx.bcx, d, &t),
+        };
+        sep(fx, if ty.is_tile() { 1 } else { 0 })?;
+        for (k, lane) in lanes.into_iter().enumerate() {
+            if k > 0 {
+                sep(fx, 2)?;
+            }
+            let (name, v) = match ty {
+                Ty::Ptr(_) => ("lnc_print_uint", lane),
+                _ if d.is_float() => ("lnc_print_float", num::float_to_f64(&mut fx.bcx, d, lane)),
+                _ if d.is_signed() => ("lnc_print_int", num::int_to_i64(&mut fx.bcx, d, lane)),
+                _ => ("lnc_print_uint", num::int_to_i64(&mut fx.bcx, d, lane)),
+            };
+            let param = if name == "lnc_print_float" { types::F64 } else { types::I64 };
+            fx.call_helper(name, &[param], &[], &[v])?;
+        }
+        if ty.is_tile() {
+            sep(fx, 3)?;
+        }
+    }
+    fx.call_helper("lnc_print_end", &[], &[], &[])?;
+    Ok(())
+}

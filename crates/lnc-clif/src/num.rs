@@ -1,0 +1,592 @@
+//! Lanewise arithmetic, comparisons, selects, casts and lane reductions.
+//!
+//! Every operation is written once for one Cranelift value that is either a scalar or a
+//! 128-bit vector part; [`lanewise`] applies it to every part of a tile. An operation
+//! x86-64 has no vector form for (integer division, per-lane shifts, calls) runs on
+//! scalar lanes instead.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{ConstantData, InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_frontend::FunctionBuilder;
+use lnc_lir::{self as lir, BinOp, CmpOp, DType, ReduceOp, Ty, UnOp};
+
+use crate::base::{FunctionCx, iconst};
+use crate::value::{self, CVal, Tile};
+use crate::{CodegenError, helpers};
+
+fn unsupported(what: impl std::fmt::Display) -> CodegenError {
+    CodegenError::Unsupported(what.to_string())
+}
+
+/// Applies `op` to the operands part by part, `per` lanes per part. Scalar operands of a
+/// tile operation are broadcast.
+fn lanewise(
+    fx: &mut FunctionCx,
+    ty: Ty,
+    per_of: impl Fn(u8) -> u8,
+    operands: &[lir::Value],
+    mut op: impl FnMut(&mut FunctionCx, &[Value]) -> Result<Value, CodegenError>,
+) -> Result<CVal, CodegenError> {
+    let Ty::Tile(_, lanes) = ty else {
+        let vals = operands.iter().map(|&a| fx.scalar(a)).collect::<Result<Vec<_>, _>>()?;
+        return Ok(CVal::Scalar(op(fx, &vals)?));
+    };
+    let mut tiles = Vec::with_capacity(operands.len());
+    for &a in operands {
+        let d = fx.f.ty(a).dtype();
+        let t = fx.tile(a, lanes)?;
+        tiles.push((d, t));
+    }
+    // The vector width follows the widest operand lanes: that of the data, not of a mask.
+    let per = per_of(lanes);
+    let mut ops = Vec::with_capacity(tiles.len());
+    for (d, t) in &tiles {
+        let t = if per == 1 || *d != DType::I1 {
+            value::rechunk(&mut fx.bcx, *d, t, per)?
+        } else {
+            // Masks keep their vector form when it has `per` lanes; `select` and friends
+            // convert the lane width themselves.
+            if t.per == per { t.clone() } else { value::rechunk(&mut fx.bcx, *d, t, per)? }
+        };
+        if t.parts.len() * t.per as usize != lanes as usize {
+            return Err(CodegenError::InvalidIr(format!("operand tiles of {lanes} lanes have {} lanes", t.parts.len() * t.per as usize)));
+        }
+        ops.push(t);
+    }
+    let n = lanes as usize / per as usize;
+    let mut parts = Vec::with_capacity(n);
+    for i in 0..n {
+        let args: Vec<Value> = ops.iter().map(|t| t.parts[i]).collect();
+        parts.push(op(fx, &args)?);
+    }
+    Ok(CVal::Tile(Tile { per, parts }))
+}
+
+/// Lanes per part for an operation on `d` tiles: vectors when `vector` and the lanes
+/// fill one.
+fn per_for(d: DType, vector: bool) -> impl Fn(u8) -> u8 {
+    move |lanes| if vector && lanes >= value::vector_per(d) && d != DType::I1 { value::vector_per(d) } else { 1 }
+}
+
+/// Lanes per part for an `i1` operation (masks follow their data's width: 4 lanes).
+fn per_for_mask(vector: bool) -> impl Fn(u8) -> u8 {
+    move |lanes| if vector && lanes >= 4 { 4 } else if vector && lanes == 2 { 2 } else { 1 }
+}
+
+pub(crate) fn codegen_iota(fx: &mut FunctionCx, start: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let Ty::Tile(d, lanes) = ty else { return Err(CodegenError::InvalidIr("iota to a non-tile".into())) };
+    if !matches!(d, DType::I32 | DType::I64 | DType::U32 | DType::U64) {
+        return Err(CodegenError::InvalidIr(format!("iota of {d}")));
+    }
+    let start = fx.scalar(start)?;
+    let per = value::canonical_per(d, lanes)?;
+    let mut parts = Vec::new();
+    if per == 1 {
+        for k in 0..lanes {
+            parts.push(fx.bcx.ins().iadd_imm(start, k as i64));
+        }
+    } else {
+        let vty = value::part_type(d, per)?;
+        let base = fx.bcx.ins().splat(vty, start);
+        for j in 0..lanes / per {
+            let mut bytes = Vec::with_capacity(16);
+            for k in 0..per as u64 {
+                let lane = j as u64 * per as u64 + k;
+                bytes.extend_from_slice(&lane.to_le_bytes()[..vty.lane_type().bytes() as usize]);
+            }
+            let c = fx.bcx.func.dfg.constants.insert(ConstantData::from(bytes));
+            let offsets = fx.bcx.ins().vconst(vty, c);
+            parts.push(fx.bcx.ins().iadd(base, offsets));
+        }
+    }
+    Ok(CVal::Tile(Tile { per, parts }))
+}
+
+/// True when x86-64 has a vector form of `op` on `d`.
+fn binary_vectorizes(op: BinOp, d: DType) -> bool {
+    match op {
+        BinOp::Rem | BinOp::Pow => false,
+        BinOp::Div | BinOp::IDiv => d.is_float(),
+        BinOp::Shl | BinOp::Shr => false,
+        BinOp::Mul => d.size() > 1,
+        _ => true,
+    }
+}
+
+pub(crate) fn codegen_binary(fx: &mut FunctionCx, op: BinOp, a: lir::Value, b: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let d = ty.dtype();
+    if d == DType::I1 {
+        if !matches!(op, BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max) {
+            return Err(unsupported(format_args!("{op:?} on i1")));
+        }
+        return lanewise(fx, ty, per_for_mask(true), &[a, b], |fx, v| {
+            let (x, y) = same_mask_width(&mut fx.bcx, v[0], v[1]);
+            Ok(match op {
+                BinOp::And | BinOp::Min => fx.bcx.ins().band(x, y),
+                BinOp::Or | BinOp::Max => fx.bcx.ins().bor(x, y),
+                _ => fx.bcx.ins().bxor(x, y),
+            })
+        });
+    }
+    lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| emit_binary(fx, op, d, v[0], v[1]))
+}
+
+/// Two masks in one vector lane width (the first's).
+fn same_mask_width(bcx: &mut FunctionBuilder, x: Value, y: Value) -> (Value, Value) {
+    let (tx, ty) = (bcx.func.dfg.value_type(x), bcx.func.dfg.value_type(y));
+    if tx == ty {
+        return (x, y);
+    }
+    // Different lane widths with one lane count: widen lane by lane.
+    let mut v = bcx.ins().scalar_to_vector(tx, iconst_zero(bcx, tx.lane_type()));
+    for k in 0..tx.lane_count() as u8 {
+        let l = bcx.ins().extractlane(y, k);
+        let nz = bcx.ins().icmp_imm(IntCC::NotEqual, l, 0);
+        let m = bcx.ins().bmask(tx.lane_type(), nz);
+        v = bcx.ins().insertlane(v, m, k);
+    }
+    (x, v)
+}
+
+fn iconst_zero(bcx: &mut FunctionBuilder, ty: Type) -> Value {
+    bcx.ins().iconst(ty, 0)
+}
+
+/// A constant of the lane type of `like` (scalar or vector), splatted for vectors.
+fn const_like(bcx: &mut FunctionBuilder, like: Type, c: lir::Const) -> Result<Value, CodegenError> {
+    let lane = like.lane_type();
+    let d = match lane {
+        types::F32 => DType::F32,
+        types::F64 => DType::F64,
+        types::I8 => DType::I8,
+        types::I16 => DType::I16,
+        types::I32 => DType::I32,
+        _ => DType::I64,
+    };
+    let s = crate::base::const_scalar(bcx, c, d)?;
+    Ok(if like.is_vector() { bcx.ins().splat(like, s) } else { s })
+}
+
+fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> Result<Value, CodegenError> {
+    let ins = |fx: &mut FunctionCx| fx.bcx.ins();
+    if d.is_float() {
+        return Ok(match op {
+            BinOp::Add => ins(fx).fadd(x, y),
+            BinOp::Sub => ins(fx).fsub(x, y),
+            BinOp::Mul => ins(fx).fmul(x, y),
+            BinOp::Div => ins(fx).fdiv(x, y),
+            BinOp::IDiv => {
+                let q = ins(fx).fdiv(x, y);
+                ins(fx).floor(q)
+            }
+            BinOp::Min => ins(fx).fmin(x, y),
+            BinOp::Max => ins(fx).fmax(x, y),
+            BinOp::Rem | BinOp::Pow => {
+                let t = value::scalar_type(d)?;
+                let name = match (op, d) {
+                    (BinOp::Rem, DType::F32) => "lnc_fmod_f32",
+                    (BinOp::Rem, _) => "lnc_fmod_f64",
+                    (_, DType::F32) => "lnc_pow_f32",
+                    _ => "lnc_pow_f64",
+                };
+                fx.call_helper(name, &[t, t], &[t], &[x, y])?[0]
+            }
+            BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => {
+                return Err(unsupported(format_args!("{op:?} on {d}")));
+            }
+        });
+    }
+    let signed = d.is_signed();
+    let ty = fx.bcx.func.dfg.value_type(x);
+    Ok(match op {
+        BinOp::Add => ins(fx).iadd(x, y),
+        BinOp::Sub => ins(fx).isub(x, y),
+        BinOp::Mul => ins(fx).imul(x, y),
+        BinOp::And => ins(fx).band(x, y),
+        BinOp::Or => ins(fx).bor(x, y),
+        BinOp::Xor => ins(fx).bxor(x, y),
+        BinOp::Min if signed => ins(fx).smin(x, y),
+        BinOp::Min => ins(fx).umin(x, y),
+        BinOp::Max if signed => ins(fx).smax(x, y),
+        BinOp::Max => ins(fx).umax(x, y),
+        BinOp::Div | BinOp::IDiv | BinOp::Rem => {
+            // Cranelift traps on a zero divisor and on MIN / -1; the IR defines both
+            // (0, and wrapping). Constant divisors fold the guards away.
+            let is_rem = op == BinOp::Rem;
+            let zero = iconst(&mut fx.bcx, ty, 0);
+            let one = iconst(&mut fx.bcx, ty, 1);
+            let by_zero = ins(fx).icmp_imm(IntCC::Equal, y, 0);
+            if signed {
+                let by_m1 = ins(fx).icmp_imm(IntCC::Equal, y, -1);
+                let bad = ins(fx).bor(by_zero, by_m1);
+                let safe = ins(fx).select(bad, one, y);
+                let r = if is_rem { ins(fx).srem(x, safe) } else { ins(fx).sdiv(x, safe) };
+                let special = if is_rem { zero } else { ins(fx).ineg(x) };
+                let r = ins(fx).select(by_m1, special, r);
+                ins(fx).select(by_zero, zero, r)
+            } else {
+                let safe = ins(fx).select(by_zero, one, y);
+                let r = if is_rem { ins(fx).urem(x, safe) } else { ins(fx).udiv(x, safe) };
+                ins(fx).select(by_zero, zero, r)
+            }
+        }
+        BinOp::Shl | BinOp::Shr => {
+            // NumPy's shifts: an amount of the width or more shifts everything out.
+            let bits = ty.bits() as i64;
+            let too_far = ins(fx).icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, bits);
+            match (op, signed) {
+                (BinOp::Shl, _) => {
+                    let r = ins(fx).ishl(x, y);
+                    let zero = iconst(&mut fx.bcx, ty, 0);
+                    ins(fx).select(too_far, zero, r)
+                }
+                (_, false) => {
+                    let r = ins(fx).ushr(x, y);
+                    let zero = iconst(&mut fx.bcx, ty, 0);
+                    ins(fx).select(too_far, zero, r)
+                }
+                (_, true) => {
+                    let max = iconst(&mut fx.bcx, ty, bits - 1);
+                    let amount = ins(fx).select(too_far, max, y);
+                    ins(fx).sshr(x, amount)
+                }
+            }
+        }
+        BinOp::Pow => return Err(unsupported(format_args!("pow on {d}"))),
+    })
+}
+
+pub(crate) fn codegen_cmp(fx: &mut FunctionCx, op: CmpOp, a: lir::Value, b: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let d = fx.f.ty(a).dtype();
+    if ty.dtype() != DType::I1 {
+        return Err(CodegenError::InvalidIr("a comparison must produce i1".into()));
+    }
+    let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
+    let result_ty = if let Ty::Tile(_, l) = ty { Ty::Tile(d, l) } else { ty };
+    lanewise(fx, result_ty, per_of, &[a, b], |fx, v| {
+        let (x, y) = if d == DType::I1 && fx.bcx.func.dfg.value_type(v[0]).is_vector() {
+            same_mask_width(&mut fx.bcx, v[0], v[1])
+        } else {
+            (v[0], v[1])
+        };
+        Ok(if d.is_float() {
+            let cc = match op {
+                CmpOp::Eq => FloatCC::Equal,
+                CmpOp::Ne => FloatCC::NotEqual,
+                CmpOp::Lt => FloatCC::LessThan,
+                CmpOp::Le => FloatCC::LessThanOrEqual,
+                CmpOp::Gt => FloatCC::GreaterThan,
+                CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            fx.bcx.ins().fcmp(cc, x, y)
+        } else {
+            let signed = d.is_signed();
+            let cc = match op {
+                CmpOp::Eq => IntCC::Equal,
+                CmpOp::Ne => IntCC::NotEqual,
+                CmpOp::Lt if signed => IntCC::SignedLessThan,
+                CmpOp::Le if signed => IntCC::SignedLessThanOrEqual,
+                CmpOp::Gt if signed => IntCC::SignedGreaterThan,
+                CmpOp::Ge if signed => IntCC::SignedGreaterThanOrEqual,
+                CmpOp::Lt => IntCC::UnsignedLessThan,
+                CmpOp::Le => IntCC::UnsignedLessThanOrEqual,
+                CmpOp::Gt => IntCC::UnsignedGreaterThan,
+                CmpOp::Ge => IntCC::UnsignedGreaterThanOrEqual,
+            };
+            // Masks are all-ones for true: as unsigned numbers true > false still holds.
+            fx.bcx.ins().icmp(cc, x, y)
+        })
+    })
+}
+
+fn unary_vectorizes(op: UnOp) -> bool {
+    helpers::unary(op, false).is_none()
+}
+
+pub(crate) fn codegen_unary(fx: &mut FunctionCx, op: UnOp, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let d = ty.dtype();
+    if d == DType::I1 {
+        return match op {
+            UnOp::Not => lanewise(fx, ty, per_for_mask(true), &[a], |fx, v| {
+                Ok(if fx.bcx.func.dfg.value_type(v[0]).is_vector() { fx.bcx.ins().bnot(v[0]) } else { fx.bcx.ins().bxor_imm(v[0], 1) })
+            }),
+            UnOp::Abs | UnOp::Floor | UnOp::Ceil => fx.val(a),
+            _ => Err(unsupported(format_args!("{op:?} on i1"))),
+        };
+    }
+    if d.is_int() {
+        return match op {
+            UnOp::Neg => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().ineg(v[0]))),
+            UnOp::Not => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().bnot(v[0]))),
+            UnOp::Abs if d.is_signed() => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().iabs(v[0]))),
+            UnOp::Abs | UnOp::Floor | UnOp::Ceil => fx.val(a),
+            _ => Err(unsupported(format_args!("{op:?} on {d}"))),
+        };
+    }
+    let t = value::scalar_type(d)?;
+    lanewise(fx, ty, per_for(d, unary_vectorizes(op)), &[a], |fx, v| {
+        let x = v[0];
+        Ok(match op {
+            UnOp::Neg => fx.bcx.ins().fneg(x),
+            UnOp::Abs => fx.bcx.ins().fabs(x),
+            UnOp::Sqrt => fx.bcx.ins().sqrt(x),
+            UnOp::Rsqrt => {
+                // Exactly rounded 1/sqrt(x), as Triton's CPU path computes it.
+                let s = fx.bcx.ins().sqrt(x);
+                let ty = fx.bcx.func.dfg.value_type(x);
+                let one = const_like(&mut fx.bcx, ty, lir::Const::Float(1.0))?;
+                fx.bcx.ins().fdiv(one, s)
+            }
+            UnOp::Floor => fx.bcx.ins().floor(x),
+            UnOp::Ceil => fx.bcx.ins().ceil(x),
+            UnOp::Not => return Err(unsupported(format_args!("~ on {d}"))),
+            _ => {
+                let name = helpers::unary(op, d == DType::F64).ok_or_else(|| unsupported(format_args!("{op:?}")))?;
+                fx.call_helper(name, &[t], &[t], &[x])?[0]
+            }
+        })
+    })
+}
+
+/// A mask part with the lane width of `data` (bitcast to its type when it is a float
+/// vector).
+fn mask_for(bcx: &mut FunctionBuilder, mask: Value, data: Type) -> Value {
+    let int = data.as_int();
+    let mask_ty = bcx.func.dfg.value_type(mask);
+    let m = if mask_ty == int { mask } else { same_mask_width(bcx, bcx_zero_like(bcx, int), mask).1 };
+    if int == data { m } else { bcx.ins().bitcast(data, value::bitcast_flags(), m) }
+}
+
+fn bcx_zero_like(bcx: &mut FunctionBuilder, ty: Type) -> Value {
+    let z = bcx.ins().iconst(ty.lane_type(), 0);
+    bcx.ins().splat(ty, z)
+}
+
+pub(crate) fn codegen_select(
+    fx: &mut FunctionCx,
+    cond: lir::Value,
+    a: lir::Value,
+    b: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
+    let d = ty.dtype();
+    if !fx.f.ty(cond).is_tile() {
+        // One condition for every lane: a plain `select` per part.
+        let c = fx.scalar(cond)?;
+        let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
+        return lanewise(fx, ty, per_of, &[a, b], |fx, v| {
+            let (x, y) = if d == DType::I1 && fx.bcx.func.dfg.value_type(v[0]).is_vector() {
+                same_mask_width(&mut fx.bcx, v[0], v[1])
+            } else {
+                (v[0], v[1])
+            };
+            Ok(fx.bcx.ins().select(c, x, y))
+        });
+    }
+    let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
+    lanewise(fx, ty, per_of, &[cond, a, b], |fx, v| {
+        let (c, x, y) = (v[0], v[1], v[2]);
+        let xt = fx.bcx.func.dfg.value_type(x);
+        if !xt.is_vector() {
+            return Ok(fx.bcx.ins().select(c, x, y));
+        }
+        let y = if fx.bcx.func.dfg.value_type(y) == xt { y } else { same_mask_width(&mut fx.bcx, x, y).1 };
+        let m = mask_for(&mut fx.bcx, c, xt);
+        Ok(fx.bcx.ins().bitselect(m, x, y))
+    })
+}
+
+/// True when `s -> d` has an x86-64 vector form between parts of the same lane count.
+fn cast_vectorizes(s: DType, d: DType) -> bool {
+    if s == DType::I1 || d == DType::I1 {
+        return false;
+    }
+    if s.bits() != d.bits() {
+        return false;
+    }
+    match (s.is_float(), d.is_float()) {
+        (false, false) | (true, true) => true,
+        (false, true) => s.bits() == 32 || (s.bits() == 64 && s.is_signed()),
+        (true, false) => s == DType::F32 && d == DType::I32,
+    }
+}
+
+pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let s = fx.f.ty(a).dtype();
+    let d = ty.dtype();
+    value::scalar_type(s)?;
+    value::scalar_type(d)?;
+    if s == d {
+        return fx.val(a);
+    }
+    if let Ty::Tile(_, lanes) = ty {
+        if cast_vectorizes(s, d) && lanes >= value::vector_per(d) {
+            let per = value::vector_per(d);
+            return lanewise(fx, Ty::Tile(s, lanes), move |_| per, &[a], |fx, v| emit_cast(fx, s, d, v[0]))
+                .map(|c| retype_tile(c));
+        }
+        // Scalar lanes, then the canonical form of the result.
+        let t = fx.tile(a, lanes)?;
+        let src = value::lanes(&mut fx.bcx, s, &t);
+        let mut out = Vec::with_capacity(src.len());
+        for l in src {
+            out.push(emit_cast(fx, s, d, l)?);
+        }
+        let per = value::canonical_per(d, lanes)?;
+        return Ok(CVal::Tile(value::from_lanes(&mut fx.bcx, d, per, &out)?));
+    }
+    let x = fx.scalar(a)?;
+    Ok(CVal::Scalar(emit_cast(fx, s, d, x)?))
+}
+
+fn retype_tile(c: CVal) -> CVal {
+    c
+}
+
+/// Converts one scalar or vector part from `s` to `d` (vectors: same lane count).
+fn emit_cast(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value, CodegenError> {
+    let xt = fx.bcx.func.dfg.value_type(x);
+    let lanes = xt.lane_count();
+    let dt = value::scalar_type(d)?.by(lanes).unwrap_or(value::scalar_type(d)?);
+    let ins = |fx: &mut FunctionCx| fx.bcx.ins();
+    Ok(match (s.is_float(), d.is_float()) {
+        (true, true) => {
+            if d.bits() > s.bits() {
+                ins(fx).fpromote(dt, x)
+            } else {
+                ins(fx).fdemote(dt, x)
+            }
+        }
+        (false, true) => {
+            if s.is_signed() {
+                ins(fx).fcvt_from_sint(dt, x)
+            } else {
+                ins(fx).fcvt_from_uint(dt, x)
+            }
+        }
+        (true, false) if d == DType::I1 => {
+            let zero = const_like(&mut fx.bcx, xt, lir::Const::Float(0.0))?;
+            ins(fx).fcmp(FloatCC::NotEqual, x, zero)
+        }
+        (true, false) => match d {
+            DType::I32 | DType::I64 => ins(fx).fcvt_to_sint_sat(dt, x),
+            DType::U32 | DType::U64 => ins(fx).fcvt_to_uint_sat(dt, x),
+            _ => {
+                // Saturate through i32, then clamp to the narrow range.
+                let (lo, hi) = match d {
+                    DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+                    DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+                    DType::U8 => (0, u8::MAX as i64),
+                    _ => (0, u16::MAX as i64),
+                };
+                let wide = if d.is_signed() { ins(fx).fcvt_to_sint_sat(types::I32, x) } else { ins(fx).fcvt_to_uint_sat(types::I32, x) };
+                let lo = iconst(&mut fx.bcx, types::I32, lo);
+                let hi = iconst(&mut fx.bcx, types::I32, hi);
+                let clamped = ins(fx).smax(wide, lo);
+                let clamped = ins(fx).smin(clamped, hi);
+                ins(fx).ireduce(dt, clamped)
+            }
+        },
+        (false, false) if d == DType::I1 => ins(fx).icmp_imm(IntCC::NotEqual, x, 0),
+        (false, false) => {
+            let (sb, db) = (xt.lane_bits(), dt.lane_bits());
+            if db > sb {
+                if s.is_signed() { ins(fx).sextend(dt, x) } else { ins(fx).uextend(dt, x) }
+            } else if db < sb {
+                ins(fx).ireduce(dt, x)
+            } else {
+                x
+            }
+        }
+    })
+}
+
+pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let s = fx.f.ty(a).dtype();
+    let d = ty.dtype();
+    if s.bits() != d.bits() || s == DType::I1 || d == DType::I1 {
+        return Err(CodegenError::InvalidIr(format!("bitcast from {s} to {d}")));
+    }
+    value::scalar_type(s)?;
+    let per_of = per_for(s, true);
+    lanewise(fx, ty, per_of, &[a], |fx, v| {
+        let xt = fx.bcx.func.dfg.value_type(v[0]);
+        let dt = value::scalar_type(d)?.by(xt.lane_count()).unwrap_or(value::scalar_type(d)?);
+        Ok(if xt == dt {
+            v[0]
+        } else if xt.is_vector() {
+            fx.bcx.ins().bitcast(dt, value::bitcast_flags(), v[0])
+        } else {
+            fx.bcx.ins().bitcast(dt, MemFlagsData::new(), v[0])
+        })
+    })
+}
+
+/// Combines two scalars as `op` does on `d`.
+pub(crate) fn combine(bcx: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Result<Value, CodegenError> {
+    let ins = bcx.ins();
+    Ok(match (op, d) {
+        (ReduceOp::Sum, DType::I1) => return Err(unsupported("sum of i1 lanes")),
+        (ReduceOp::Max, DType::I1) => ins.bor(x, y),
+        (ReduceOp::Min, DType::I1) => ins.band(x, y),
+        (ReduceOp::Sum, _) if d.is_float() => ins.fadd(x, y),
+        (ReduceOp::Sum, _) => ins.iadd(x, y),
+        (ReduceOp::Max, _) if d.is_float() => ins.fmax(x, y),
+        (ReduceOp::Min, _) if d.is_float() => ins.fmin(x, y),
+        (ReduceOp::Max, _) if d.is_signed() => ins.smax(x, y),
+        (ReduceOp::Min, _) if d.is_signed() => ins.smin(x, y),
+        (ReduceOp::Max, _) => ins.umax(x, y),
+        (ReduceOp::Min, _) => ins.umin(x, y),
+    })
+}
+
+/// Adjacent lanes pairwise: `((l0 ∘ l1) ∘ (l2 ∘ l3)) ∘ ((l4 ∘ l5) ∘ (l6 ∘ l7))`, the
+/// order the loop IR fixes.
+pub(crate) fn codegen_reduce_lanes(fx: &mut FunctionCx, op: ReduceOp, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let d = fx.f.ty(a).dtype();
+    if ty != Ty::Scalar(d) {
+        return Err(CodegenError::InvalidIr(format!("a lane reduction of a {d} tile gives {ty}")));
+    }
+    let t = match fx.val(a)? {
+        CVal::Tile(t) => t,
+        scalar @ CVal::Scalar(_) => return Ok(scalar),
+    };
+    let mut level = value::lanes(&mut fx.bcx, d, &t);
+    while level.len() > 1 {
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        for pair in level.chunks(2) {
+            next.push(if let [x, y] = *pair { combine(&mut fx.bcx, op, d, x, y)? } else { pair[0] });
+        }
+        level = next;
+    }
+    Ok(CVal::Scalar(level[0]))
+}
+
+/// An `i8` that is 1 when every lane of the mask is true.
+pub(crate) fn all_true(bcx: &mut FunctionBuilder, t: &Tile) -> Value {
+    let mut acc: Option<Value> = None;
+    for &p in &t.parts {
+        let v = if t.per > 1 { bcx.ins().vall_true(p) } else { p };
+        acc = Some(match acc {
+            Some(a) => bcx.ins().band(a, v),
+            None => v,
+        });
+    }
+    acc.unwrap_or_else(|| bcx.ins().iconst(types::I8, 1))
+}
+
+/// A float scalar widened to `f64`.
+pub(crate) fn float_to_f64(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Value {
+    if d == DType::F64 { x } else { bcx.ins().fpromote(types::F64, x) }
+}
+
+/// An integer scalar extended to 64 bits by its signedness.
+pub(crate) fn int_to_i64(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Value {
+    if d.bits() == 64 {
+        x
+    } else if d.is_signed() {
+        bcx.ins().sextend(types::I64, x)
+    } else {
+        bcx.ins().uextend(types::I64, x)
+    }
+}

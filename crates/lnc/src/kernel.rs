@@ -1,0 +1,308 @@
+//! A specialized, compiled kernel and its launches.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use lnc_bir::{DType, Elem};
+use lnc_diag::SourceFile;
+use lnc_front::Signature;
+use lnc_runtime::{Bounds, LaunchError, Status};
+
+use crate::arg::{Arg, Scalar};
+use crate::error::{Error, OutOfBounds, Result};
+use crate::module::Module;
+use crate::pipeline::{self, Artifacts, Timings};
+
+/// A grid of programs: up to three axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid(pub [u32; 3]);
+
+impl From<u32> for Grid {
+    fn from(x: u32) -> Grid {
+        Grid([x, 1, 1])
+    }
+}
+
+impl From<(u32, u32)> for Grid {
+    fn from((x, y): (u32, u32)) -> Grid {
+        Grid([x, y, 1])
+    }
+}
+
+impl From<(u32, u32, u32)> for Grid {
+    fn from((x, y, z): (u32, u32, u32)) -> Grid {
+        Grid([x, y, z])
+    }
+}
+
+impl From<[u32; 3]> for Grid {
+    fn from(g: [u32; 3]) -> Grid {
+        Grid(g)
+    }
+}
+
+/// A runtime parameter of a specialized kernel: what a launch must pass for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeParam {
+    /// Source name.
+    pub name: String,
+    /// ABI slot (index among all source parameters).
+    pub slot: u32,
+    /// Element type.
+    pub elem: Elem,
+    /// The kernel stores or atomically updates through it (a writable buffer is required).
+    pub written: bool,
+}
+
+/// A kernel specialized on a signature and compiled to machine code.
+pub struct Kernel {
+    name: String,
+    file: Arc<SourceFile>,
+    signature: Signature,
+    params: Vec<RuntimeParam>,
+    slots: usize,
+    bir: lnc_bir::Function,
+    lir: lnc_lir::Function,
+    checked: lnc_clif::CompiledKernel,
+    unchecked: OnceLock<lnc_clif::CompiledKernel>,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    timings: Timings,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("name", &self.name).field("signature", &self.signature.to_string()).finish()
+    }
+}
+
+impl Kernel {
+    pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
+        let Artifacts { bir, lir, code, timings } = arts;
+        let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
+        let written: BTreeSet<u32> = written_slots(&lir);
+        let params = bir
+            .params
+            .iter()
+            .map(|p| RuntimeParam {
+                name: p.name.clone(),
+                slot: p.slot,
+                elem: bir.ty(p.value).elem,
+                written: written.contains(&p.slot),
+            })
+            .collect();
+        let slots = module.ast.functions.iter().find(|f| f.name.name == name).map_or(0, |f| f.params.len());
+        Ok(Kernel {
+            name: name.to_string(),
+            file: module.file.clone(),
+            signature,
+            params,
+            slots,
+            bir,
+            lir,
+            checked,
+            unchecked: OnceLock::new(),
+            pool: module.jit.inner.pool.clone(),
+            timings,
+        })
+    }
+
+    /// Kernel name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The signature it is specialized on.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// The parameters a launch passes, in order.
+    pub fn params(&self) -> &[RuntimeParam] {
+        &self.params
+    }
+
+    /// The optimized block IR.
+    pub fn bir(&self) -> &lnc_bir::Function {
+        &self.bir
+    }
+
+    /// The loop IR.
+    pub fn lir(&self) -> &lnc_lir::Function {
+        &self.lir
+    }
+
+    /// How long each part of the compilation took.
+    pub fn timings(&self) -> Timings {
+        self.timings
+    }
+
+    /// Runs the kernel on a grid with bounds-checked memory accesses: an access outside
+    /// the buffer a pointer derives from stops the launch with [`Error::OutOfBounds`].
+    /// `args` has one entry per runtime parameter ([`Kernel::params`]), in order.
+    pub fn launch<'a>(&self, grid: impl Into<Grid>, args: &[Arg<'a>]) -> Result<()> {
+        self.run(grid.into(), args, true)
+    }
+
+    /// Runs the kernel without bounds checks.
+    ///
+    /// # Safety
+    /// Every access the kernel makes must be inside the buffer its pointer derives from.
+    pub unsafe fn launch_unchecked<'a>(&self, grid: impl Into<Grid>, args: &[Arg<'a>]) -> Result<()> {
+        self.run(grid.into(), args, false)
+    }
+
+    fn launch_error(&self, message: String) -> Error {
+        Error::Launch { kernel: self.name.clone(), message }
+    }
+
+    fn run(&self, grid: Grid, args: &[Arg<'_>], checked: bool) -> Result<()> {
+        if args.len() != self.params.len() {
+            let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(self.launch_error(format!(
+                "expected {} arguments ({}), got {}",
+                self.params.len(),
+                names.join(", "),
+                args.len()
+            )));
+        }
+        let mut slots = vec![0u64; self.slots.max(1)];
+        let mut bounds = vec![Bounds::default(); self.slots.max(1)];
+        // Element offsets valid per slot, for error messages.
+        let mut valid = vec![(0i64, 0i64); self.slots.max(1)];
+        for (p, a) in self.params.iter().zip(args) {
+            let s = p.slot as usize;
+            slots[s] = self.encode(p, a, &mut bounds[s], &mut valid[s])?;
+        }
+        let code = if checked {
+            &self.checked
+        } else {
+            match self.unchecked.get() {
+                Some(c) => c,
+                None => {
+                    let c = pipeline::codegen(&self.lir, false)?;
+                    self.unchecked.get_or_init(|| c)
+                }
+            }
+        };
+        let result = lnc_runtime::launch(
+            code.entry(),
+            grid.0,
+            &slots,
+            &bounds,
+            code.scratch_bytes(),
+            self.pool.as_deref(),
+        );
+        match result {
+            Ok(()) => Ok(()),
+            Err(LaunchError::Fault { status, pid, fault }) => {
+                let site = self.lir.sites.get(fault.site as usize).copied();
+                let span = site.map(|s| s.span).unwrap_or_default();
+                let (line, col) = self.file.line_col(span.start);
+                let location = format!("{}:{line}:{col}", self.file.name);
+                if status == Status::AssertFailed as u32 {
+                    return Err(Error::AssertFailed { kernel: self.name.clone(), location, pid });
+                }
+                let param = self
+                    .params
+                    .iter()
+                    .find(|p| p.slot == fault.arg)
+                    .map_or_else(|| format!("argument {}", fault.arg), |p| p.name.clone());
+                Err(Error::OutOfBounds(Box::new(OutOfBounds {
+                    kernel: self.name.clone(),
+                    location,
+                    source_line: self.file.line_text(line).to_string(),
+                    pid,
+                    param,
+                    offset: fault.offset,
+                    valid: valid.get(fault.arg as usize).copied().unwrap_or_default(),
+                })))
+            }
+            Err(e) => Err(self.launch_error(e.to_string())),
+        }
+    }
+
+    fn encode(&self, p: &RuntimeParam, a: &Arg<'_>, bounds: &mut Bounds, valid: &mut (i64, i64)) -> Result<u64> {
+        let mismatch = |got: String| {
+            self.launch_error(format!("parameter `{}` is `{}` but the argument is {got}", p.name, p.elem))
+        };
+        match (p.elem, a) {
+            (Elem::Ptr(d), Arg::Buffer(b)) => {
+                if b.dtype != d {
+                    return Err(mismatch(format!("a buffer of {}", b.dtype)));
+                }
+                if p.written && !b.writable {
+                    return Err(self.launch_error(format!(
+                        "parameter `{}` is written by the kernel but its buffer was passed read-only (pass `&mut`)",
+                        p.name
+                    )));
+                }
+                if b.offset > b.len {
+                    return Err(self.launch_error(format!(
+                        "parameter `{}`: offset {} is past the end of its buffer of {} elements",
+                        p.name, b.offset, b.len
+                    )));
+                }
+                let size = d.size() as i64;
+                let (off, len) = (b.offset as i64, b.len as i64);
+                *bounds = Bounds { lo: -off * size, hi: (len - off) * size };
+                *valid = (-off, len - off);
+                // The offset stays inside the allocation (checked above), so this is in bounds.
+                Ok(b.base.wrapping_add(b.offset * size as usize) as u64)
+            }
+            (Elem::Ptr(_), Arg::Scalar(s)) => Err(mismatch(format!("the scalar {s:?}"))),
+            (Elem::Scalar(d), Arg::Buffer(b)) => {
+                let _ = d;
+                Err(mismatch(format!("a buffer of {}", b.dtype)))
+            }
+            (Elem::Scalar(d), Arg::Scalar(s)) => encode_scalar(d, *s).ok_or_else(|| mismatch(format!("{s:?}"))),
+        }
+    }
+}
+
+/// Packs a scalar into an ABI slot of dtype `d`; `None` when it does not fit.
+fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
+    let int = |v: i64| -> Option<u64> {
+        let ok = match d {
+            DType::I1 => v == 0 || v == 1,
+            DType::I8 => i8::try_from(v).is_ok(),
+            DType::I16 => i16::try_from(v).is_ok(),
+            DType::I32 => i32::try_from(v).is_ok(),
+            DType::I64 => true,
+            DType::U8 => u8::try_from(v).is_ok(),
+            DType::U16 => u16::try_from(v).is_ok(),
+            DType::U32 => u32::try_from(v).is_ok(),
+            DType::U64 => v >= 0,
+            _ => false,
+        };
+        ok.then_some(v as u64)
+    };
+    match (d, s) {
+        (DType::F32, Scalar::F32(v)) => Some(v.to_bits() as u64),
+        (DType::F32, Scalar::F64(v)) => Some((v as f32).to_bits() as u64),
+        (DType::F64, Scalar::F64(v)) => Some(v.to_bits()),
+        (DType::F64, Scalar::F32(v)) => Some((v as f64).to_bits()),
+        (DType::F16, Scalar::F32(v)) => Some(half::f16::from_f32(v).to_bits() as u64),
+        (DType::BF16, Scalar::F32(v)) => Some(half::bf16::from_f32(v).to_bits() as u64),
+        (DType::U64, Scalar::Int(v, DType::U64)) => Some(v as u64),
+        (_, Scalar::Int(v, _)) if d.is_int() => int(v),
+        (DType::I1, Scalar::Bool(b)) => Some(b as u64),
+        (DType::F32 | DType::F64, Scalar::Int(..)) => None,
+        _ => None,
+    }
+}
+
+/// Slots of the pointer arguments the kernel writes through.
+fn written_slots(lir: &lnc_lir::Function) -> BTreeSet<u32> {
+    use lnc_lir::Opcode;
+    let mut out = BTreeSet::new();
+    lir.walk(|i| {
+        let site = match lir.insts[i].opcode {
+            Opcode::Store { site, .. } | Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } => site,
+            _ => return,
+        };
+        if let Some(s) = lir.sites.get(site as usize) {
+            out.insert(s.arg);
+        }
+    });
+    out
+}

@@ -1,0 +1,142 @@
+//! A parsed file of kernels.
+
+use std::sync::Arc;
+
+use lnc_diag::SourceFile;
+use lnc_front::Signature;
+use lnc_syntax::ast;
+
+use crate::error::{Error, Result};
+use crate::jit::Jit;
+use crate::kernel::Kernel;
+use crate::pipeline::{self, Dump, DumpRequest};
+
+/// A parameter of a kernel as written in the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// Name.
+    pub name: String,
+    /// Annotated `tl.constexpr`.
+    pub constexpr: bool,
+    /// Default value as written, if any.
+    pub default: Option<String>,
+}
+
+/// A kernel found in a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// Name.
+    pub name: String,
+    /// Parameters in order.
+    pub params: Vec<ParamInfo>,
+    /// `line:col` of the `def`.
+    pub location: (usize, usize),
+}
+
+/// A parsed source file: its `@jit` functions, ready to be specialized.
+#[derive(Clone)]
+pub struct Module {
+    pub(crate) jit: Jit,
+    pub(crate) file: Arc<SourceFile>,
+    pub(crate) ast: Arc<ast::File>,
+    pub(crate) hash: u64,
+}
+
+fn is_constexpr(p: &ast::Param) -> bool {
+    matches!(&p.annotation, Some(e) if matches!(&e.kind,
+        ast::ExprKind::Attribute { attr, .. } if attr.name == "constexpr")
+        || matches!(&e.kind, ast::ExprKind::Name(n) if n == "constexpr"))
+}
+
+impl Module {
+    /// The source file.
+    pub fn file(&self) -> &Arc<SourceFile> {
+        &self.file
+    }
+
+    /// The syntax tree.
+    pub fn ast(&self) -> &ast::File {
+        &self.ast
+    }
+
+    /// The `@jit` functions of the file, in source order.
+    pub fn kernels(&self) -> Vec<KernelInfo> {
+        self.ast
+            .functions
+            .iter()
+            .map(|f| KernelInfo {
+                name: f.name.name.clone(),
+                params: f
+                    .params
+                    .iter()
+                    .map(|p| ParamInfo {
+                        name: p.name.name.clone(),
+                        constexpr: is_constexpr(p),
+                        default: p.default.as_ref().map(|d| self.file.text[d.span.range()].to_string()),
+                    })
+                    .collect(),
+                location: self.file.line_col(f.name.span.start),
+            })
+            .collect()
+    }
+
+    fn function(&self, name: &str) -> Result<&ast::FunctionDef> {
+        self.ast.functions.iter().find(|f| f.name.name == name).ok_or_else(|| Error::NoSuchKernel {
+            name: name.to_string(),
+            file: self.file.name.clone(),
+            available: self.ast.functions.iter().map(|f| f.name.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Parses a signature for kernel `name` (Triton's AOT format: `*fp32,i32,1024`).
+    pub fn signature(&self, name: &str, signature: &str) -> Result<Signature> {
+        let f = self.function(name)?;
+        lnc_front::parse_signature(signature, f).map_err(|d| {
+            // Signature errors point into the signature text, not the file: render them
+            // against a file made of the signature.
+            let sig_file = Arc::new(SourceFile::new("<signature>", signature));
+            Error::source(&sig_file, vec![d])
+        })
+    }
+
+    /// Specializes and compiles kernel `name` on `signature`, or returns the cached one.
+    pub fn kernel(&self, name: &str, signature: &str) -> Result<Arc<Kernel>> {
+        let sig = self.signature(name, signature)?;
+        self.kernel_for(name, &sig)
+    }
+
+    /// Like [`Module::kernel`] with a parsed signature.
+    pub fn kernel_for(&self, name: &str, sig: &Signature) -> Result<Arc<Kernel>> {
+        let opts = self.jit.inner.options.clone();
+        let key = (self.hash, name.to_string(), sig.to_string(), opts.clone());
+        if let Some(k) = self.jit.inner.cache.lock().map_err(|_| poisoned())?.get(&key) {
+            return Ok(k.clone());
+        }
+        self.function(name)?;
+        let arts = pipeline::compile(
+            &self.file,
+            &self.ast,
+            name,
+            sig,
+            &opts,
+            true,
+            &DumpRequest::default(),
+            &mut Vec::new(),
+        )?;
+        let kernel = Arc::new(Kernel::new(self, name, sig.clone(), arts)?);
+        self.jit.inner.cache.lock().map_err(|_| poisoned())?.insert(key, kernel.clone());
+        Ok(kernel)
+    }
+
+    /// Runs the pipeline for the dumps asked for (what `lnc compile --emit` prints).
+    pub fn dump(&self, name: &str, signature: &str, req: &DumpRequest) -> Result<Vec<Dump>> {
+        let sig = self.signature(name, signature)?;
+        let mut dumps = Vec::new();
+        pipeline::compile(&self.file, &self.ast, name, &sig, &self.jit.inner.options, req.checked, req, &mut dumps)?;
+        Ok(dumps)
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Internal("kernel cache lock poisoned by a panic in another thread".into())
+}

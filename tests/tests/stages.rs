@@ -1,0 +1,68 @@
+//! Snapshots of every stage of lowering of the seed's forward kernel. Each stage must print
+//! deterministic text; a change in the text is a change in the compiler to review.
+
+mod common;
+
+use lnc::{DumpRequest, Stage};
+
+const FWD_SIG: &str = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024";
+
+fn dump(stage: Stage, checked: bool) -> String {
+    let jit = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
+    let module = jit.module("triton_05_layer_norm.py", common::seed_source()).expect("seed parses");
+    let req = DumpRequest { stages: vec![stage], checked, ..Default::default() };
+    let dumps = module.dump("_layer_norm_fwd_fused", FWD_SIG, &req).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(dumps.len(), 1);
+    dumps.into_iter().next().map(|d| d.text).unwrap_or_default()
+}
+
+#[test]
+fn fwd_ast() {
+    insta::assert_snapshot!(dump(Stage::Ast, true));
+}
+
+#[test]
+fn fwd_bir() {
+    insta::assert_snapshot!(dump(Stage::Bir, true));
+}
+
+#[test]
+fn fwd_opt() {
+    insta::assert_snapshot!(dump(Stage::Opt, true));
+}
+
+#[test]
+fn fwd_lir() {
+    insta::assert_snapshot!(dump(Stage::Lir, true));
+}
+
+#[test]
+fn fwd_clif_checked() {
+    insta::assert_snapshot!(dump(Stage::Clif, true));
+}
+
+#[test]
+fn fwd_clif_unchecked() {
+    insta::assert_snapshot!(dump(Stage::Clif, false));
+}
+
+#[test]
+fn fwd_asm_is_deterministic() {
+    // Machine code depends on the host's CPU features, so it is not snapshotted; it must
+    // still be the same text on every run.
+    let a = dump(Stage::Asm, true);
+    assert!(a.lines().count() > 50, "{a}");
+    assert_eq!(a, dump(Stage::Asm, true));
+}
+
+#[test]
+fn print_after_all_shows_each_pass() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", common::seed_source()).unwrap();
+    let req = DumpRequest { stages: vec![], after_each_pass: true, ..Default::default() };
+    let dumps = module.dump("_layer_norm_fwd_fused", FWD_SIG, &req).unwrap_or_else(|e| panic!("{e}"));
+    let passes: Vec<&str> = dumps.iter().filter_map(|d| d.pass).collect();
+    for p in ["canonicalize", "constant-fold", "cse", "dce"] {
+        assert!(passes.contains(&p), "no dump after {p}: {passes:?}");
+    }
+}
