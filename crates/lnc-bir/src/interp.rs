@@ -56,6 +56,10 @@ use crate::print::print_inst_line;
 use crate::types::*;
 use crate::verify::{VerifierErrors, verify};
 
+/// The largest block the interpreter materializes: beyond it a run fails instead of
+/// exhausting memory (real kernels' blocks are far smaller).
+pub const MAX_ELEMENTS: usize = 1 << 24;
+
 /// A memory buffer: elements of one dtype, little-endian (`int1` as one byte 0 or 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Buffer {
@@ -279,6 +283,14 @@ pub enum InterpError {
         /// The limit.
         limit: u64,
     },
+    /// A block with more than [`MAX_ELEMENTS`] elements.
+    #[error("block of {numel} elements is too large for the interpreter at {site}")]
+    TooLarge {
+        /// Where.
+        site: Site,
+        /// Its number of elements.
+        numel: usize,
+    },
     /// Something the verifier should have excluded (an interpreter or verifier bug).
     #[error("internal error: {message} at {site}")]
     Internal {
@@ -299,6 +311,7 @@ impl InterpError {
             | InterpError::AssertionFailed { site, .. }
             | InterpError::ZeroStep { site }
             | InterpError::StepLimit { site, .. }
+            | InterpError::TooLarge { site, .. }
             | InterpError::Internal { site, .. } => Some(site),
         }
     }
@@ -530,6 +543,9 @@ impl Exec<'_> {
         let args = &data.args;
         let result_ty = data.results.first().map(|&r| f.ty(r));
         let numel = result_ty.map_or(1, |t| t.shape.numel() as usize);
+        if numel > MAX_ELEMENTS {
+            return Err(InterpError::TooLarge { site: self.site(i), numel });
+        }
         let out: Vec<S> = match data.opcode {
             Opcode::Const(Const::Int(v)) => vec![S::I(v)],
             Opcode::Const(Const::Float(x)) => vec![S::F(x)],
@@ -733,7 +749,8 @@ impl Exec<'_> {
         } else {
             0
         };
-        let mut carried: Vec<Val> = data.args[3..].iter().map(|&a| self.get(i, a)).collect::<Result<_, _>>()?;
+        let mut carried: Vec<Val> =
+            data.args[3..].iter().map(|&a| self.get(i, a)).collect::<Result<_, _>>()?;
         let mut k: i128 = 0;
         while k < count {
             let iv: Val = Rc::from([S::I(d.wrap_int((lb + k * step) as i64))]);
@@ -992,7 +1009,7 @@ macro_rules! float_ops {
 float_ops!(f32_binary, f32_unary, f32);
 float_ops!(f64_binary, f64_unary, f64);
 
-/// Runs `op32` in `f32` and rounds to `d` (`f32` itself, `fp16` or `bf16`).
+/// An `f32` result rounded to `d` (`fp32` itself, `fp16` or `bf16`), as `f64`.
 fn in_f32(d: DType, r: Option<f32>) -> Option<f64> {
     let r = r?;
     Some(match d {
@@ -1075,7 +1092,8 @@ fn cast(from: DType, to: DType, s: S) -> S {
         S::I(a) if to == DType::I1 => S::I((a != 0) as i64),
         S::I(a) if to.is_int() => S::I(to.wrap_int(a)),
         S::I(a) => {
-            let (neg, mag) = if from.is_signed() && a < 0 { (true, a.unsigned_abs()) } else { (false, a as u64) };
+            let (neg, mag) =
+                if from.is_signed() && a < 0 { (true, a.unsigned_abs()) } else { (false, a as u64) };
             let m = match to {
                 DType::F64 => mag as f64,
                 DType::F32 => mag as f32 as f64,

@@ -18,14 +18,15 @@
 //! like MLIR's `scf`. The body region has no terminator. Spans live in a side table and a
 //! rewrite keeps the span of the instruction it replaces.
 //!
-//! The [`verify`] module lists the invariants; [`print`] gives the text form used by the
+//! The [`verify`] module lists the invariants; [`print`](mod@print) gives the text form used by the
 //! stage dumps and snapshots; [`interp`] executes a function and is the semantic definition
-//! the JIT is tested against.
+//! the JIT is tested against; [`parse`] reads the text form back.
 #![deny(missing_docs)]
 
 pub mod builder;
 pub mod interp;
 pub mod ir;
+pub mod parse;
 pub mod print;
 pub mod types;
 pub mod verify;

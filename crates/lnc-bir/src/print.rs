@@ -8,15 +8,21 @@
 //!
 //! ```text
 //! kernel @k(%0 X: *fp32 @slot0, %1 N: i32 @slot1) {
-//!   %2 = program_id 0 : i32
-//!   %3 = arange 0, 1024 : <1024xi32>
-//!   %4 = load %9, mask %8, other %7 : <1024xfp32>
-//!   %5 = reduce sum axis=0 %4 : fp32
-//!   store %0, %5
-//!   %6 = for %a to %b step %c iter(%5) -> (fp32) {
-//!     ^(%7: i32, %8: fp32):
-//!     yield %8
+//!   %2 = arange 0, 1024 : <1024xi32>
+//!   %3 = splat %1 : <1024xi32>
+//!   %4 = cmp lt %2, %3 : <1024xi1>
+//!   %5 = splat %0 : <1024x*fp32>
+//!   %6 = ptr_add %5, %2 : <1024x*fp32>
+//!   %7 = load %6, mask %4 : <1024xfp32>
+//!   %8 = reduce sum axis=0 %7 : fp32
+//!   %9 = const 0 : i32
+//!   %10 = const 1 : i32
+//!   %11 = for %9 to %1 step %10 iter(%8) -> (fp32) {
+//!     ^(%12: i32, %13: fp32):
+//!     %14 = add %13, %13 : fp32
+//!     yield %14
 //!   }
+//!   store %0, %11
 //! }
 //! ```
 //!
@@ -69,7 +75,8 @@ impl Names {
         let mut names = Names { nums: SecondaryMap::new() };
         let mut next = 0u32;
         let mut assign = |nums: &mut SecondaryMap<Value, u32>, v: Value| {
-            if nums[v] == 0 {
+            // Writing a SecondaryMap grows it to the index: never do that for a dangling handle.
+            if f.values.is_valid(v) && nums[v] == 0 {
                 next += 1;
                 nums[v] = next;
             }

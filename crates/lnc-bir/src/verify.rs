@@ -175,7 +175,10 @@ impl<'a> Verifier<'a> {
             {
                 self.err(
                     None,
-                    format!("parameter `{}` has slot {} after slot {prev}; slots must increase", p.name, p.slot),
+                    format!(
+                        "parameter `{}` has slot {} after slot {prev}; slots must increase",
+                        p.name, p.slot
+                    ),
                 );
             }
             last_slot = Some(p.slot);
@@ -215,10 +218,16 @@ impl<'a> Verifier<'a> {
         }
         let data = self.f.values[v];
         if data.def != expected {
-            self.err(at, format!("{} records definition {:?}, expected {:?}", self.name(v), data.def, expected));
+            self.err(
+                at,
+                format!("{} records definition {:?}, expected {:?}", self.name(v), data.def, expected),
+            );
         }
         if let Some(&d) = data.ty.shape.dims().iter().find(|&&d| !is_pow2(d)) {
-            self.err(at, format!("type {} of {}: dimension {d} is not a power of two", data.ty, self.name(v)));
+            self.err(
+                at,
+                format!("type {} of {}: dimension {d} is not a power of two", data.ty, self.name(v)),
+            );
         }
     }
 
@@ -249,9 +258,10 @@ impl<'a> Verifier<'a> {
             && kind != RegionKind::Body
             && kind != RegionKind::Stray
         {
-            let ends = r.insts.last().is_some_and(|&t| {
-                self.f.insts.get(t).is_some_and(|d| d.opcode.is_terminator())
-            });
+            let ends = r
+                .insts
+                .last()
+                .is_some_and(|&t| self.f.insts.get(t).is_some_and(|d| d.opcode.is_terminator()));
             if !ends {
                 self.err(Some(i), format!("region {ri} does not end with a terminator"));
             }
@@ -270,7 +280,10 @@ impl<'a> Verifier<'a> {
                 self.err(Some(i), format!("operand {k} ({}) is not a value", self.name(a)));
                 operands_ok = false;
             } else if !self.visible[a] {
-                self.err(Some(i), format!("{} is used before its definition or outside its scope", self.name(a)));
+                self.err(
+                    Some(i),
+                    format!("{} is used before its definition or outside its scope", self.name(a)),
+                );
             }
         }
         if data.opcode.is_terminator() {
@@ -362,7 +375,9 @@ impl<'a> Verifier<'a> {
                 }
                 self.check(axis < 3, i, || format!("`{m}` axis {axis} is out of range 0..3"));
                 let ty = self.ty(data.results[0]);
-                self.check(ty == Type::scalar(DType::I32), i, || format!("`{m}` result must be i32, found {ty}"));
+                self.check(ty == Type::scalar(DType::I32), i, || {
+                    format!("`{m}` result must be i32, found {ty}")
+                });
             }
             Opcode::Arange { start, end } => {
                 if !self.counts(i, 0, 1) {
@@ -420,10 +435,7 @@ impl<'a> Verifier<'a> {
                 let (a, r) = (self.ty(args[0]), self.ty(data.results[0]));
                 match a.shape.insert_axis(axis as usize) {
                     None => {
-                        self.err(
-                            Some(i),
-                            format!("expand_dims axis {axis} is out of range for {a}"),
-                        );
+                        self.err(Some(i), format!("expand_dims axis {axis} is out of range for {a}"));
                     }
                     Some(s) => {
                         let expected = a.with_shape(s);
@@ -471,8 +483,9 @@ impl<'a> Verifier<'a> {
                     return;
                 }
                 let (a, r) = (self.ty(args[0]), self.ty(data.results[0]));
-                if !self.check(a == r, i, || format!("operand and result of `{m}` must have one type, found {a} -> {r}"))
-                {
+                if !self.check(a == r, i, || {
+                    format!("operand and result of `{m}` must have one type, found {a} -> {r}")
+                }) {
                     return;
                 }
                 let Some(d) = r.num_dtype() else {
@@ -566,9 +579,9 @@ impl<'a> Verifier<'a> {
                     return;
                 }
                 let axis = axis as usize;
-                if !self.check(axis < a.shape.rank(), i, || {
-                    format!("reduce axis {axis} is out of range for {a}")
-                }) {
+                if !self
+                    .check(axis < a.shape.rank(), i, || format!("reduce axis {axis} is out of range for {a}"))
+                {
                     return;
                 }
                 let shape = if keep_dims {
@@ -602,7 +615,9 @@ impl<'a> Verifier<'a> {
                     return;
                 }
                 let Some(value) = self.access(i, "atomic_cas", args[0]) else { return };
-                for (what, v) in [("compared value", args[1]), ("new value", args[2]), ("result", data.results[0])] {
+                for (what, v) in
+                    [("compared value", args[1]), ("new value", args[2]), ("result", data.results[0])]
+                {
                     let t = self.ty(v);
                     self.check(t == value, i, || format!("atomic_cas {what} must be {value}, found {t}"));
                 }
@@ -625,7 +640,9 @@ impl<'a> Verifier<'a> {
             }
             Opcode::Print(k) => {
                 self.check(data.results.is_empty(), i, || "`print` has no results".into());
-                self.check((k as usize) < f.strings.len(), i, || format!("print refers to missing string {k}"));
+                self.check((k as usize) < f.strings.len(), i, || {
+                    format!("print refers to missing string {k}")
+                });
             }
         }
     }
@@ -657,10 +674,7 @@ impl<'a> Verifier<'a> {
             return None; // reported by `region`
         }
         if t.opcode.mnemonic() != want {
-            self.err(
-                Some(i),
-                format!("region {ri} must end with `{want}`, found `{}`", t.opcode.mnemonic()),
-            );
+            self.err(Some(i), format!("region {ri} must end with `{want}`, found `{}`", t.opcode.mnemonic()));
             return None;
         }
         if t.args.iter().any(|&v| !f.values.is_valid(v)) {
@@ -717,7 +731,12 @@ impl<'a> Verifier<'a> {
         if let Some(args) = self.region_arg_types(i, 0) {
             let mut expected = vec![lb];
             expected.extend(&inits);
-            self.types_match(i, "for region arguments (induction variable, carried values)", &args, &expected);
+            self.types_match(
+                i,
+                "for region arguments (induction variable, carried values)",
+                &args,
+                &expected,
+            );
         }
         if let Some(y) = self.terminator(i, 0, "yield") {
             let y = self.types(y);
@@ -740,7 +759,9 @@ impl<'a> Verifier<'a> {
             Some([flag, rest @ ..]) => {
                 let (flag, rest) = (*flag, rest.to_vec());
                 let t = self.ty(flag);
-                self.check(t == Type::scalar(DType::I1), i, || format!("condition flag must be i1, found {t}"));
+                self.check(t == Type::scalar(DType::I1), i, || {
+                    format!("condition flag must be i1, found {t}")
+                });
                 Some(self.types(&rest))
             }
             None => None,

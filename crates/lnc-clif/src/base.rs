@@ -2,14 +2,16 @@
 
 use std::collections::HashMap;
 
+use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{self, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types};
-use cranelift_entity::SecondaryMap;
+use cranelift_codegen::ir::{
+    self, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types,
+};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{DataDescription, Linkage, Module};
 use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
-use lnc_runtime::abi::{Status, ctx_offsets};
+use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
 use crate::{CodegenError, CodegenOptions, memory, num};
@@ -31,6 +33,21 @@ pub(crate) struct FunctionCx<'a, 'b> {
     oob_block: Option<Block>,
     /// The shared exit of failed asserts, `(site: i32, arg: i32)`.
     assert_block: Option<Block>,
+    /// What bounds checks need of each checked argument, loaded once in the entry block
+    /// so that they dominate every access and stay out of loops.
+    pub(crate) checked_args: HashMap<u32, ArgBounds>,
+}
+
+/// The bounds of one pointer argument in the form checks use: an access of `bytes`
+/// bytes at address `a` is inside when `a - origin <u max(span - bytes + 1, 0)`.
+#[derive(Clone, Copy)]
+pub(crate) struct ArgBounds {
+    /// The argument's address.
+    pub(crate) base: Value,
+    /// `base + lo`: the lowest valid address.
+    pub(crate) origin: Value,
+    /// `hi - lo`: the size of the valid range.
+    pub(crate) span: Value,
 }
 
 /// Flags of reads of the ABI's inputs (argument slots, pids, bounds, the context's
@@ -80,7 +97,11 @@ pub(crate) fn codegen_fn(
         helpers: HashMap::new(),
         oob_block: None,
         assert_block: None,
+        checked_args: HashMap::new(),
     };
+    if opts.checked {
+        load_checked_args(&mut fx)?;
+    }
     if codegen_region(&mut fx, &f.body, &[])?.is_some() {
         return Err(CodegenError::InvalidIr("the body ends with a terminator".into()));
     }
@@ -88,19 +109,55 @@ pub(crate) fn codegen_fn(
     fx.bcx.ins().return_(&[ok]);
     fx.fill_exit_blocks();
     fx.bcx.seal_all_blocks();
-    fx.bcx.finalize();
+    let config = fx.module.target_config();
+    fx.bcx.finalize(config);
+    Ok(())
+}
+
+/// Loads the bounds of every argument some access site names.
+fn load_checked_args(fx: &mut FunctionCx) -> Result<(), CodegenError> {
+    let mut args = Vec::new();
+    let f = fx.f;
+    f.walk(|inst| {
+        if let Opcode::Load { site, .. }
+        | Opcode::Store { site, .. }
+        | Opcode::Atomic { site, .. }
+        | Opcode::AtomicCas { site, .. } = f.insts[inst].opcode
+        {
+            args.push(site);
+        }
+    });
+    let mut sites: Vec<u32> =
+        args.into_iter().map(|s| fx.site(s).map(|s| s.arg)).collect::<Result<_, _>>()?;
+    sites.sort_unstable();
+    sites.dedup();
+    for arg in sites {
+        let entry = i32::try_from(arg as i64 * bounds_offsets::SIZE as i64)
+            .map_err(|_| CodegenError::InvalidIr(format!("argument slot {arg}")))?;
+        let base = fx.arg_slot(arg)?;
+        let bounds = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::BOUNDS);
+        let lo = fx.load_abi(types::I64, bounds, entry + bounds_offsets::LO);
+        let hi = fx.load_abi(types::I64, bounds, entry + bounds_offsets::HI);
+        let origin = fx.bcx.ins().iadd(base, lo);
+        let span = fx.bcx.ins().isub(hi, lo);
+        fx.checked_args.insert(arg, ArgBounds { base, origin, span });
+    }
     Ok(())
 }
 
 /// Creates the blocks of every control-flow instruction with their parameters.
-fn create_blocks(bcx: &mut FunctionBuilder, f: &lir::Function) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
+fn create_blocks(
+    bcx: &mut FunctionBuilder,
+    f: &lir::Function,
+) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
     let mut map = SecondaryMap::new();
     let mut err = None;
     f.walk(|inst| {
         let data = &f.insts[inst];
         let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
-        let region_tys =
-            |n: usize| -> Vec<Ty> { data.regions.get(n).map(|r| r.args.iter().map(|&a| f.ty(a)).collect()).unwrap_or_default() };
+        let region_tys = |n: usize| -> Vec<Ty> {
+            data.regions.get(n).map(|r| r.args.iter().map(|&a| f.ty(a)).collect()).unwrap_or_default()
+        };
         // Parameter lists of the blocks, in order.
         let shapes: Vec<Vec<Ty>> = match data.opcode {
             // body(iv, carried...), exit(carried...)
@@ -144,9 +201,17 @@ pub(crate) enum Exit {
 
 /// Translates the instructions of `region` with its arguments bound to `args`; returns
 /// its terminator's operands, the builder left in the block that reaches it.
-fn codegen_region(fx: &mut FunctionCx, region: &lir::Region, args: &[CVal]) -> Result<Option<Exit>, CodegenError> {
+fn codegen_region(
+    fx: &mut FunctionCx,
+    region: &lir::Region,
+    args: &[CVal],
+) -> Result<Option<Exit>, CodegenError> {
     if region.args.len() != args.len() {
-        return Err(CodegenError::InvalidIr(format!("a region has {} arguments, {} given", region.args.len(), args.len())));
+        return Err(CodegenError::InvalidIr(format!(
+            "a region has {} arguments, {} given",
+            region.args.len(),
+            args.len()
+        )));
     }
     for (&a, v) in region.args.iter().zip(args) {
         fx.def(a, v.clone());
@@ -156,13 +221,18 @@ fn codegen_region(fx: &mut FunctionCx, region: &lir::Region, args: &[CVal]) -> R
         match data.opcode {
             Opcode::Yield | Opcode::Condition => {
                 if n + 1 != region.insts.len() {
-                    return Err(CodegenError::InvalidIr(format!("terminator {inst} is not last in its region")));
+                    return Err(CodegenError::InvalidIr(format!(
+                        "terminator {inst} is not last in its region"
+                    )));
                 }
                 let vals = data.args.iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
                 return Ok(Some(if data.opcode == Opcode::Yield {
                     Exit::Yield(vals)
                 } else {
-                    let flag = vals.first().ok_or_else(|| CodegenError::InvalidIr("condition without a flag".into()))?.scalar()?;
+                    let flag = vals
+                        .first()
+                        .ok_or_else(|| CodegenError::InvalidIr("condition without a flag".into()))?
+                        .scalar()?;
                     Exit::Condition(flag, vals[1..].to_vec())
                 }));
             }
@@ -178,7 +248,9 @@ impl FunctionCx<'_, '_> {
     }
 
     pub(crate) fn val(&self, v: lir::Value) -> Result<CVal, CodegenError> {
-        self.values[v].clone().ok_or_else(|| CodegenError::InvalidIr(format!("{v} is used before it is defined")))
+        self.values[v]
+            .clone()
+            .ok_or_else(|| CodegenError::InvalidIr(format!("{v} is used before it is defined")))
     }
 
     pub(crate) fn scalar(&self, v: lir::Value) -> Result<Value, CodegenError> {
@@ -211,7 +283,10 @@ impl FunctionCx<'_, '_> {
                 let mut sig = self.module.make_signature();
                 sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
                 sig.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
-                let id = self.module.declare_function(name, Linkage::Import, &sig).map_err(crate::cranelift_error)?;
+                let id = self
+                    .module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(crate::cranelift_error)?;
                 let r = self.module.declare_func_in_func(id, self.bcx.func);
                 self.helpers.insert(name, r);
                 r
@@ -228,7 +303,8 @@ impl FunctionCx<'_, '_> {
 
     /// The raw 64-bit slot of argument `slot`.
     pub(crate) fn arg_slot(&mut self, slot: u32) -> Result<Value, CodegenError> {
-        let offset = i32::try_from(slot as u64 * 8).map_err(|_| CodegenError::InvalidIr(format!("argument slot {slot}")))?;
+        let offset = i32::try_from(slot as u64 * 8)
+            .map_err(|_| CodegenError::InvalidIr(format!("argument slot {slot}")))?;
         Ok(self.load_abi(types::I64, self.abi[0], offset))
     }
 
@@ -265,7 +341,9 @@ impl FunctionCx<'_, '_> {
     fn fill_exit_blocks(&mut self) {
         if let Some(b) = self.oob_block {
             self.bcx.switch_to_block(b);
-            let &[site, arg, offset] = self.bcx.block_params(b) else { unreachable!("created with three parameters") };
+            let &[site, arg, offset] = self.bcx.block_params(b) else {
+                unreachable!("created with three parameters")
+            };
             self.store_fault(site, arg, offset);
             let status = self.bcx.ins().iconst(types::I32, Status::OutOfBounds as i64);
             self.bcx.ins().return_(&[status]);
@@ -289,7 +367,11 @@ impl FunctionCx<'_, '_> {
     }
 
     pub(crate) fn site(&self, site: u32) -> Result<lir::Site, CodegenError> {
-        self.f.sites.get(site as usize).copied().ok_or_else(|| CodegenError::InvalidIr(format!("site {site} is not in the site table")))
+        self.f
+            .sites
+            .get(site as usize)
+            .copied()
+            .ok_or_else(|| CodegenError::InvalidIr(format!("site {site} is not in the site table")))
     }
 }
 
@@ -297,10 +379,16 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
     let data = &fx.f.insts[inst];
     let result_ty = data.results.first().map(|&r| fx.f.ty(r));
     let result = |n: usize| -> Result<Ty, CodegenError> {
-        result_ty.filter(|_| data.results.len() == n).ok_or_else(|| CodegenError::InvalidIr(format!("{inst}: wrong number of results")))
+        result_ty
+            .filter(|_| data.results.len() == n)
+            .ok_or_else(|| CodegenError::InvalidIr(format!("{inst}: wrong number of results")))
     };
     let nargs = |n: usize| -> Result<(), CodegenError> {
-        if data.args.len() == n { Ok(()) } else { Err(CodegenError::InvalidIr(format!("{inst}: expected {n} operands"))) }
+        if data.args.len() == n {
+            Ok(())
+        } else {
+            Err(CodegenError::InvalidIr(format!("{inst}: expected {n} operands")))
+        }
     };
     let out: CVal = match data.opcode {
         Opcode::Arg(slot) => {
@@ -377,12 +465,26 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(3 + has_mask as usize)?;
             let mask = has_mask.then(|| data.args[3]);
             let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
-            memory::codegen_atomic(fx, access, memory::AtomicKind::Rmw(op), &[data.args[2]], mask, result(1)?)?
+            memory::codegen_atomic(
+                fx,
+                access,
+                memory::AtomicKind::Rmw(op),
+                &[data.args[2]],
+                mask,
+                result(1)?,
+            )?
         }
         Opcode::AtomicCas { addr, site } => {
             nargs(4)?;
             let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
-            memory::codegen_atomic(fx, access, memory::AtomicKind::Cas, &[data.args[2], data.args[3]], None, result(1)?)?
+            memory::codegen_atomic(
+                fx,
+                access,
+                memory::AtomicKind::Cas,
+                &[data.args[2], data.args[3]],
+                None,
+                result(1)?,
+            )?
         }
         Opcode::ScratchLoad(slot) => {
             nargs(1)?;
@@ -424,10 +526,12 @@ fn codegen_arg(fx: &mut FunctionCx, slot: u32, ty: Ty) -> Result<CVal, CodegenEr
         }
         Ty::Scalar(DType::I1) => {
             // Any non-zero slot is true; the canonical i1 is 0 or 1.
-            fx.bcx.ins().icmp_imm(IntCC::NotEqual, raw, 0)
+            fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, raw, 0)
         }
         Ty::Scalar(d) => fx.bcx.ins().ireduce(value::scalar_type(d)?, raw),
-        Ty::Tile(..) => return Err(CodegenError::InvalidIr(format!("argument slot {slot} has tile type {ty}"))),
+        Ty::Tile(..) => {
+            return Err(CodegenError::InvalidIr(format!("argument slot {slot} has tile type {ty}")));
+        }
     };
     Ok(CVal::Scalar(v))
 }
@@ -451,7 +555,9 @@ fn codegen_const(fx: &mut FunctionCx, c: Const, ty: Ty) -> Result<CVal, CodegenE
     let s = const_scalar(&mut fx.bcx, c, ty.dtype())?;
     Ok(match ty {
         Ty::Scalar(_) => CVal::Scalar(s),
-        Ty::Tile(d, lanes) => CVal::Tile(value::splat(&mut fx.bcx, d, lanes, value::canonical_per(d, lanes)?, s)?),
+        Ty::Tile(d, lanes) => {
+            CVal::Tile(value::splat(&mut fx.bcx, d, lanes, value::canonical_per(d, lanes)?, s)?)
+        }
         Ty::Ptr(_) => return Err(CodegenError::InvalidIr("a pointer constant".into())),
     })
 }
@@ -459,7 +565,11 @@ fn codegen_const(fx: &mut FunctionCx, c: Const, ty: Ty) -> Result<CVal, CodegenE
 /// Flattened canonical forms of `vals`, typed by `tys`.
 fn canonical_args(fx: &mut FunctionCx, tys: &[Ty], vals: &[CVal]) -> Result<Vec<Value>, CodegenError> {
     if tys.len() != vals.len() {
-        return Err(CodegenError::InvalidIr(format!("{} values passed where {} are expected", vals.len(), tys.len())));
+        return Err(CodegenError::InvalidIr(format!(
+            "{} values passed where {} are expected",
+            vals.len(),
+            tys.len()
+        )));
     }
     let mut out = Vec::new();
     for (&ty, v) in tys.iter().zip(vals) {
@@ -495,7 +605,7 @@ fn loop_continues(fx: &mut FunctionCx, d: DType, iv: Value, ub: Value, step: Val
     if !d.is_signed() {
         return fx.bcx.ins().icmp(IntCC::UnsignedLessThan, iv, ub);
     }
-    let up = fx.bcx.ins().icmp_imm(IntCC::SignedGreaterThan, step, 0);
+    let up = fx.bcx.ins().icmp_imm_s(IntCC::SignedGreaterThan, step, 0);
     let below = fx.bcx.ins().icmp(IntCC::SignedLessThan, iv, ub);
     let above = fx.bcx.ins().icmp(IntCC::SignedGreaterThan, iv, ub);
     fx.bcx.ins().select(up, below, above)
@@ -509,8 +619,13 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let (&[body, exit], [region]) = (&fx.blocks[inst][..], &data.regions[..]) else {
         return Err(CodegenError::InvalidIr(format!("{inst}: a for needs one region")));
     };
-    if data.args.len() < 3 || region.args.len() != data.args.len() - 2 || data.results.len() != data.args.len() - 3 {
-        return Err(CodegenError::InvalidIr(format!("{inst}: operands, region arguments and results of a for do not match")));
+    if data.args.len() < 3
+        || region.args.len() != data.args.len() - 2
+        || data.results.len() != data.args.len() - 3
+    {
+        return Err(CodegenError::InvalidIr(format!(
+            "{inst}: operands, region arguments and results of a for do not match"
+        )));
     }
     let d = f.ty(data.args[0]).dtype();
     let (lb, ub, step) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?, fx.scalar(data.args[2])?);
@@ -554,10 +669,15 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
     fx.bcx.switch_to_block(cond);
     let carried = block_vals(fx, cond, 0, &carried_tys)?;
     let Some(Exit::Condition(flag, fwd)) = codegen_region(fx, before, &carried)? else {
-        return Err(CodegenError::InvalidIr(format!("{inst}: the condition region of a while must end with `condition`")));
+        return Err(CodegenError::InvalidIr(format!(
+            "{inst}: the condition region of a while must end with `condition`"
+        )));
     };
     let fwd = canonical_args(fx, &fwd_tys, &fwd)?;
-    fx.bcx.ins().brif(flag, body, &block_args(&fwd), exit, &block_args(&fwd));
+    // The exit edge first, so the body follows it in reverse post-order (see
+    // `memory::check_range` on Cranelift's LICM).
+    let stop = fx.bcx.ins().icmp_imm_u(IntCC::Equal, flag, 0);
+    fx.bcx.ins().brif(stop, exit, &block_args(&fwd), body, &block_args(&fwd));
 
     fx.bcx.switch_to_block(body);
     let fwd = block_vals(fx, body, 0, &fwd_tys)?;
@@ -568,7 +688,9 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
     fx.bcx.switch_to_block(exit);
     let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     if result_tys != fwd_tys {
-        return Err(CodegenError::InvalidIr(format!("{inst}: the results of a while differ from its forwarded values")));
+        return Err(CodegenError::InvalidIr(format!(
+            "{inst}: the results of a while differ from its forwarded values"
+        )));
     }
     for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &result_tys)?) {
         fx.def(r, v);
@@ -583,13 +705,17 @@ fn codegen_if(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> 
         return Err(CodegenError::InvalidIr(format!("{inst}: blocks of an if")));
     };
     if data.args.len() != 1 || data.regions.is_empty() || data.regions.len() > 2 {
-        return Err(CodegenError::InvalidIr(format!("{inst}: an if takes one condition and one or two regions")));
+        return Err(CodegenError::InvalidIr(format!(
+            "{inst}: an if takes one condition and one or two regions"
+        )));
     }
     let result_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     let c = fx.scalar(data.args[0])?;
     fx.bcx.ins().brif(c, then_block, &[], else_block, &[]);
     let empty = lir::Region::default();
-    for (block, region) in [(then_block, &data.regions[0]), (else_block, data.regions.get(1).unwrap_or(&empty))] {
+    for (block, region) in
+        [(then_block, &data.regions[0]), (else_block, data.regions.get(1).unwrap_or(&empty))]
+    {
         fx.bcx.switch_to_block(block);
         let vals = yielded(codegen_region(fx, region, &[])?, "an if branch")?;
         let vals = canonical_args(fx, &result_tys, &vals)?;
@@ -613,7 +739,8 @@ fn codegen_assert(fx: &mut FunctionCx, site: u32, cond: lir::Value) -> Result<()
     let cont = fx.bcx.create_block();
     let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
     let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
-    fx.bcx.ins().brif(ok, cont, &[], fail, &block_args(&[site_v, arg_v]));
+    let failed = fx.bcx.ins().icmp_imm_u(IntCC::Equal, ok, 0);
+    fx.bcx.ins().brif(failed, fail, &block_args(&[site_v, arg_v]), cont, &[]);
     fx.bcx.switch_to_block(cont);
     Ok(())
 }
@@ -621,17 +748,16 @@ fn codegen_assert(fx: &mut FunctionCx, site: u32, cond: lir::Value) -> Result<()
 /// `device_print`: one helper call per lane, the line assembled and printed by the
 /// helpers (see `helpers.rs`).
 fn codegen_print(fx: &mut FunctionCx, prefix: u32, args: &[lir::Value]) -> Result<(), CodegenError> {
-    let text = fx
-        .f
-        .strings
-        .get(prefix as usize)
-        .ok_or_else(|| CodegenError::InvalidIr(format!("string {prefix} is not in the string table")))?;
+    let text =
+        fx.f.strings
+            .get(prefix as usize)
+            .ok_or_else(|| CodegenError::InvalidIr(format!("string {prefix} is not in the string table")))?;
     let data = fx.module.declare_anonymous_data(false, false).map_err(crate::cranelift_error)?;
     let mut desc = DataDescription::new();
     desc.define(text.as_bytes().to_vec().into_boxed_slice());
     fx.module.define_data(data, &desc).map_err(crate::cranelift_error)?;
     let gv = fx.module.declare_data_in_func(data, fx.bcx.func);
-    let ptr = fx.bcx.ins().global_value(types::I64, gv);
+    let ptr = fx.bcx.ins().symbol_value(types::I64, gv);
     let len = fx.bcx.ins().iconst(types::I64, text.len() as i64);
     let pid = fx.abi[1];
     fx.call_helper("lnc_print_begin", &[types::I64; 3], &[], &[pid, ptr, len])?;

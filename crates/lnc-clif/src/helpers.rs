@@ -72,7 +72,8 @@ thread_local! {
 /// Starts a line: `pid (x, y, z) prefix`.
 extern "C" fn lnc_print_begin(pid: *const u32, prefix: *const u8, len: usize) {
     // SAFETY: JIT code passes the kernel's pid array and a string of its data section.
-    let (pid, prefix) = unsafe { (std::slice::from_raw_parts(pid, 3), std::slice::from_raw_parts(prefix, len)) };
+    let (pid, prefix) =
+        unsafe { (std::slice::from_raw_parts(pid, 3), std::slice::from_raw_parts(prefix, len)) };
     LINE.with_borrow_mut(|line| {
         line.clear();
         let _ = write!(line, "pid ({}, {}, {}) {}", pid[0], pid[1], pid[2], String::from_utf8_lossy(prefix));

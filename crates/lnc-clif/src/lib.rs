@@ -116,7 +116,10 @@ impl CompiledKernel {
 
 impl std::fmt::Debug for CompiledKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledKernel").field("entry", &(self.entry as *const u8)).field("scratch_bytes", &self.scratch_bytes).finish()
+        f.debug_struct("CompiledKernel")
+            .field("entry", &(self.entry as *const u8))
+            .field("scratch_bytes", &self.scratch_bytes)
+            .finish()
     }
 }
 
@@ -186,7 +189,9 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
     if let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags()) {
-        return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(&ctx.func, None, errors)));
+        return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(
+            &ctx.func, None, errors,
+        )));
     }
     Ok(Translated { module, id, ctx })
 }
@@ -207,7 +212,12 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     // SAFETY: the function was declared with the kernel ABI's signature (four pointers,
     // an i32 status) in the host's default calling convention, which is "C".
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-    Ok(CompiledKernel { entry, scratch_bytes: f.scratch_bytes() as usize, text, module: Mutex::new(Some(module)) })
+    Ok(CompiledKernel {
+        entry,
+        scratch_bytes: f.scratch_bytes() as usize,
+        text,
+        module: Mutex::new(Some(module)),
+    })
 }
 
 /// The Cranelift IR of `f` as generated, before Cranelift's optimizations (no machine

@@ -37,19 +37,16 @@ fn lanewise(
         let t = fx.tile(a, lanes)?;
         tiles.push((d, t));
     }
-    // The vector width follows the widest operand lanes: that of the data, not of a mask.
     let per = per_of(lanes);
     let mut ops = Vec::with_capacity(tiles.len());
     for (d, t) in &tiles {
-        let t = if per == 1 || *d != DType::I1 {
-            value::rechunk(&mut fx.bcx, *d, t, per)?
-        } else {
-            // Masks keep their vector form when it has `per` lanes; `select` and friends
-            // convert the lane width themselves.
-            if t.per == per { t.clone() } else { value::rechunk(&mut fx.bcx, *d, t, per)? }
-        };
+        // Rechunked masks get the lane width of the data: 128 / per bits.
+        let t = value::rechunk(&mut fx.bcx, *d, t, per)?;
         if t.parts.len() * t.per as usize != lanes as usize {
-            return Err(CodegenError::InvalidIr(format!("operand tiles of {lanes} lanes have {} lanes", t.parts.len() * t.per as usize)));
+            return Err(CodegenError::InvalidIr(format!(
+                "operand tiles of {lanes} lanes have {} lanes",
+                t.parts.len() * t.per as usize
+            )));
         }
         ops.push(t);
     }
@@ -62,19 +59,18 @@ fn lanewise(
     Ok(CVal::Tile(Tile { per, parts }))
 }
 
-/// Lanes per part for an operation on `d` tiles: vectors when `vector` and the lanes
-/// fill one.
+/// Lanes per part for an operation on `d` tiles: the canonical vectors when `vector`
+/// (masks get the lane width of 4- or 2-lane data), scalar lanes otherwise.
 fn per_for(d: DType, vector: bool) -> impl Fn(u8) -> u8 {
-    move |lanes| if vector && lanes >= value::vector_per(d) && d != DType::I1 { value::vector_per(d) } else { 1 }
-}
-
-/// Lanes per part for an `i1` operation (masks follow their data's width: 4 lanes).
-fn per_for_mask(vector: bool) -> impl Fn(u8) -> u8 {
-    move |lanes| if vector && lanes >= 4 { 4 } else if vector && lanes == 2 { 2 } else { 1 }
+    move |lanes| {
+        if vector { value::canonical_per(d, lanes).unwrap_or(1) } else { 1 }
+    }
 }
 
 pub(crate) fn codegen_iota(fx: &mut FunctionCx, start: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
-    let Ty::Tile(d, lanes) = ty else { return Err(CodegenError::InvalidIr("iota to a non-tile".into())) };
+    let Ty::Tile(d, lanes) = ty else {
+        return Err(CodegenError::InvalidIr("iota to a non-tile".into()));
+    };
     if !matches!(d, DType::I32 | DType::I64 | DType::U32 | DType::U64) {
         return Err(CodegenError::InvalidIr(format!("iota of {d}")));
     }
@@ -83,7 +79,7 @@ pub(crate) fn codegen_iota(fx: &mut FunctionCx, start: lir::Value, ty: Ty) -> Re
     let mut parts = Vec::new();
     if per == 1 {
         for k in 0..lanes {
-            parts.push(fx.bcx.ins().iadd_imm(start, k as i64));
+            parts.push(fx.bcx.ins().iadd_imm_s(start, k as i64));
         }
     } else {
         let vty = value::part_type(d, per)?;
@@ -113,14 +109,20 @@ fn binary_vectorizes(op: BinOp, d: DType) -> bool {
     }
 }
 
-pub(crate) fn codegen_binary(fx: &mut FunctionCx, op: BinOp, a: lir::Value, b: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_binary(
+    fx: &mut FunctionCx,
+    op: BinOp,
+    a: lir::Value,
+    b: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
     let d = ty.dtype();
     if d == DType::I1 {
         if !matches!(op, BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max) {
             return Err(unsupported(format_args!("{op:?} on i1")));
         }
-        return lanewise(fx, ty, per_for_mask(true), &[a, b], |fx, v| {
-            let (x, y) = same_mask_width(&mut fx.bcx, v[0], v[1]);
+        return lanewise(fx, ty, per_for(DType::I1, true), &[a, b], |fx, v| {
+            let (x, y) = (v[0], v[1]);
             Ok(match op {
                 BinOp::And | BinOp::Min => fx.bcx.ins().band(x, y),
                 BinOp::Or | BinOp::Max => fx.bcx.ins().bor(x, y),
@@ -128,28 +130,9 @@ pub(crate) fn codegen_binary(fx: &mut FunctionCx, op: BinOp, a: lir::Value, b: l
             })
         });
     }
-    lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| emit_binary(fx, op, d, v[0], v[1]))
-}
-
-/// Two masks in one vector lane width (the first's).
-fn same_mask_width(bcx: &mut FunctionBuilder, x: Value, y: Value) -> (Value, Value) {
-    let (tx, ty) = (bcx.func.dfg.value_type(x), bcx.func.dfg.value_type(y));
-    if tx == ty {
-        return (x, y);
-    }
-    // Different lane widths with one lane count: widen lane by lane.
-    let mut v = bcx.ins().scalar_to_vector(tx, iconst_zero(bcx, tx.lane_type()));
-    for k in 0..tx.lane_count() as u8 {
-        let l = bcx.ins().extractlane(y, k);
-        let nz = bcx.ins().icmp_imm(IntCC::NotEqual, l, 0);
-        let m = bcx.ins().bmask(tx.lane_type(), nz);
-        v = bcx.ins().insertlane(v, m, k);
-    }
-    (x, v)
-}
-
-fn iconst_zero(bcx: &mut FunctionBuilder, ty: Type) -> Value {
-    bcx.ins().iconst(ty, 0)
+    lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| {
+        emit_binary(fx, op, d, v[0], v[1])
+    })
 }
 
 /// A constant of the lane type of `like` (scalar or vector), splatted for vectors.
@@ -168,19 +151,18 @@ fn const_like(bcx: &mut FunctionBuilder, like: Type, c: lir::Const) -> Result<Va
 }
 
 fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> Result<Value, CodegenError> {
-    let ins = |fx: &mut FunctionCx| fx.bcx.ins();
     if d.is_float() {
         return Ok(match op {
-            BinOp::Add => ins(fx).fadd(x, y),
-            BinOp::Sub => ins(fx).fsub(x, y),
-            BinOp::Mul => ins(fx).fmul(x, y),
-            BinOp::Div => ins(fx).fdiv(x, y),
+            BinOp::Add => fx.bcx.ins().fadd(x, y),
+            BinOp::Sub => fx.bcx.ins().fsub(x, y),
+            BinOp::Mul => fx.bcx.ins().fmul(x, y),
+            BinOp::Div => fx.bcx.ins().fdiv(x, y),
             BinOp::IDiv => {
-                let q = ins(fx).fdiv(x, y);
-                ins(fx).floor(q)
+                let q = fx.bcx.ins().fdiv(x, y);
+                fx.bcx.ins().floor(q)
             }
-            BinOp::Min => ins(fx).fmin(x, y),
-            BinOp::Max => ins(fx).fmax(x, y),
+            BinOp::Min => fx.bcx.ins().fmin(x, y),
+            BinOp::Max => fx.bcx.ins().fmax(x, y),
             BinOp::Rem | BinOp::Pow => {
                 let t = value::scalar_type(d)?;
                 let name = match (op, d) {
@@ -199,56 +181,56 @@ fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> 
     let signed = d.is_signed();
     let ty = fx.bcx.func.dfg.value_type(x);
     Ok(match op {
-        BinOp::Add => ins(fx).iadd(x, y),
-        BinOp::Sub => ins(fx).isub(x, y),
-        BinOp::Mul => ins(fx).imul(x, y),
-        BinOp::And => ins(fx).band(x, y),
-        BinOp::Or => ins(fx).bor(x, y),
-        BinOp::Xor => ins(fx).bxor(x, y),
-        BinOp::Min if signed => ins(fx).smin(x, y),
-        BinOp::Min => ins(fx).umin(x, y),
-        BinOp::Max if signed => ins(fx).smax(x, y),
-        BinOp::Max => ins(fx).umax(x, y),
+        BinOp::Add => fx.bcx.ins().iadd(x, y),
+        BinOp::Sub => fx.bcx.ins().isub(x, y),
+        BinOp::Mul => fx.bcx.ins().imul(x, y),
+        BinOp::And => fx.bcx.ins().band(x, y),
+        BinOp::Or => fx.bcx.ins().bor(x, y),
+        BinOp::Xor => fx.bcx.ins().bxor(x, y),
+        BinOp::Min if signed => fx.bcx.ins().smin(x, y),
+        BinOp::Min => fx.bcx.ins().umin(x, y),
+        BinOp::Max if signed => fx.bcx.ins().smax(x, y),
+        BinOp::Max => fx.bcx.ins().umax(x, y),
         BinOp::Div | BinOp::IDiv | BinOp::Rem => {
             // Cranelift traps on a zero divisor and on MIN / -1; the IR defines both
             // (0, and wrapping). Constant divisors fold the guards away.
             let is_rem = op == BinOp::Rem;
             let zero = iconst(&mut fx.bcx, ty, 0);
             let one = iconst(&mut fx.bcx, ty, 1);
-            let by_zero = ins(fx).icmp_imm(IntCC::Equal, y, 0);
+            let by_zero = fx.bcx.ins().icmp_imm_u(IntCC::Equal, y, 0);
             if signed {
-                let by_m1 = ins(fx).icmp_imm(IntCC::Equal, y, -1);
-                let bad = ins(fx).bor(by_zero, by_m1);
-                let safe = ins(fx).select(bad, one, y);
-                let r = if is_rem { ins(fx).srem(x, safe) } else { ins(fx).sdiv(x, safe) };
-                let special = if is_rem { zero } else { ins(fx).ineg(x) };
-                let r = ins(fx).select(by_m1, special, r);
-                ins(fx).select(by_zero, zero, r)
+                let by_m1 = fx.bcx.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                let bad = fx.bcx.ins().bor(by_zero, by_m1);
+                let safe = fx.bcx.ins().select(bad, one, y);
+                let r = if is_rem { fx.bcx.ins().srem(x, safe) } else { fx.bcx.ins().sdiv(x, safe) };
+                let special = if is_rem { zero } else { fx.bcx.ins().ineg(x) };
+                let r = fx.bcx.ins().select(by_m1, special, r);
+                fx.bcx.ins().select(by_zero, zero, r)
             } else {
-                let safe = ins(fx).select(by_zero, one, y);
-                let r = if is_rem { ins(fx).urem(x, safe) } else { ins(fx).udiv(x, safe) };
-                ins(fx).select(by_zero, zero, r)
+                let safe = fx.bcx.ins().select(by_zero, one, y);
+                let r = if is_rem { fx.bcx.ins().urem(x, safe) } else { fx.bcx.ins().udiv(x, safe) };
+                fx.bcx.ins().select(by_zero, zero, r)
             }
         }
         BinOp::Shl | BinOp::Shr => {
             // NumPy's shifts: an amount of the width or more shifts everything out.
             let bits = ty.bits() as i64;
-            let too_far = ins(fx).icmp_imm(IntCC::UnsignedGreaterThanOrEqual, y, bits);
+            let too_far = fx.bcx.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, bits);
             match (op, signed) {
                 (BinOp::Shl, _) => {
-                    let r = ins(fx).ishl(x, y);
+                    let r = fx.bcx.ins().ishl(x, y);
                     let zero = iconst(&mut fx.bcx, ty, 0);
-                    ins(fx).select(too_far, zero, r)
+                    fx.bcx.ins().select(too_far, zero, r)
                 }
                 (_, false) => {
-                    let r = ins(fx).ushr(x, y);
+                    let r = fx.bcx.ins().ushr(x, y);
                     let zero = iconst(&mut fx.bcx, ty, 0);
-                    ins(fx).select(too_far, zero, r)
+                    fx.bcx.ins().select(too_far, zero, r)
                 }
                 (_, true) => {
                     let max = iconst(&mut fx.bcx, ty, bits - 1);
-                    let amount = ins(fx).select(too_far, max, y);
-                    ins(fx).sshr(x, amount)
+                    let amount = fx.bcx.ins().select(too_far, max, y);
+                    fx.bcx.ins().sshr(x, amount)
                 }
             }
         }
@@ -256,19 +238,21 @@ fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> 
     })
 }
 
-pub(crate) fn codegen_cmp(fx: &mut FunctionCx, op: CmpOp, a: lir::Value, b: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_cmp(
+    fx: &mut FunctionCx,
+    op: CmpOp,
+    a: lir::Value,
+    b: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
     let d = fx.f.ty(a).dtype();
     if ty.dtype() != DType::I1 {
         return Err(CodegenError::InvalidIr("a comparison must produce i1".into()));
     }
-    let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
+    let per_of = per_for(d, true);
     let result_ty = if let Ty::Tile(_, l) = ty { Ty::Tile(d, l) } else { ty };
     lanewise(fx, result_ty, per_of, &[a, b], |fx, v| {
-        let (x, y) = if d == DType::I1 && fx.bcx.func.dfg.value_type(v[0]).is_vector() {
-            same_mask_width(&mut fx.bcx, v[0], v[1])
-        } else {
-            (v[0], v[1])
-        };
+        let (x, y) = (v[0], v[1]);
         Ok(if d.is_float() {
             let cc = match op {
                 CmpOp::Eq => FloatCC::Equal,
@@ -303,12 +287,21 @@ fn unary_vectorizes(op: UnOp) -> bool {
     helpers::unary(op, false).is_none()
 }
 
-pub(crate) fn codegen_unary(fx: &mut FunctionCx, op: UnOp, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_unary(
+    fx: &mut FunctionCx,
+    op: UnOp,
+    a: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
     let d = ty.dtype();
     if d == DType::I1 {
         return match op {
-            UnOp::Not => lanewise(fx, ty, per_for_mask(true), &[a], |fx, v| {
-                Ok(if fx.bcx.func.dfg.value_type(v[0]).is_vector() { fx.bcx.ins().bnot(v[0]) } else { fx.bcx.ins().bxor_imm(v[0], 1) })
+            UnOp::Not => lanewise(fx, ty, per_for(DType::I1, true), &[a], |fx, v| {
+                Ok(if fx.bcx.func.dfg.value_type(v[0]).is_vector() {
+                    fx.bcx.ins().bnot(v[0])
+                } else {
+                    fx.bcx.ins().bxor_imm_u(v[0], 1)
+                })
             }),
             UnOp::Abs | UnOp::Floor | UnOp::Ceil => fx.val(a),
             _ => Err(unsupported(format_args!("{op:?} on i1"))),
@@ -318,7 +311,9 @@ pub(crate) fn codegen_unary(fx: &mut FunctionCx, op: UnOp, a: lir::Value, ty: Ty
         return match op {
             UnOp::Neg => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().ineg(v[0]))),
             UnOp::Not => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().bnot(v[0]))),
-            UnOp::Abs if d.is_signed() => lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().iabs(v[0]))),
+            UnOp::Abs if d.is_signed() => {
+                lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(fx.bcx.ins().iabs(v[0])))
+            }
             UnOp::Abs | UnOp::Floor | UnOp::Ceil => fx.val(a),
             _ => Err(unsupported(format_args!("{op:?} on {d}"))),
         };
@@ -341,25 +336,21 @@ pub(crate) fn codegen_unary(fx: &mut FunctionCx, op: UnOp, a: lir::Value, ty: Ty
             UnOp::Ceil => fx.bcx.ins().ceil(x),
             UnOp::Not => return Err(unsupported(format_args!("~ on {d}"))),
             _ => {
-                let name = helpers::unary(op, d == DType::F64).ok_or_else(|| unsupported(format_args!("{op:?}")))?;
+                let name =
+                    helpers::unary(op, d == DType::F64).ok_or_else(|| unsupported(format_args!("{op:?}")))?;
                 fx.call_helper(name, &[t], &[t], &[x])?[0]
             }
         })
     })
 }
 
-/// A mask part with the lane width of `data` (bitcast to its type when it is a float
-/// vector).
+/// A mask part (integer lanes of the data's width) as the type of the data part.
 fn mask_for(bcx: &mut FunctionBuilder, mask: Value, data: Type) -> Value {
-    let int = data.as_int();
-    let mask_ty = bcx.func.dfg.value_type(mask);
-    let m = if mask_ty == int { mask } else { same_mask_width(bcx, bcx_zero_like(bcx, int), mask).1 };
-    if int == data { m } else { bcx.ins().bitcast(data, value::bitcast_flags(), m) }
-}
-
-fn bcx_zero_like(bcx: &mut FunctionBuilder, ty: Type) -> Value {
-    let z = bcx.ins().iconst(ty.lane_type(), 0);
-    bcx.ins().splat(ty, z)
+    if bcx.func.dfg.value_type(mask) == data {
+        mask
+    } else {
+        bcx.ins().bitcast(data, value::bitcast_flags(), mask)
+    }
 }
 
 pub(crate) fn codegen_select(
@@ -373,24 +364,16 @@ pub(crate) fn codegen_select(
     if !fx.f.ty(cond).is_tile() {
         // One condition for every lane: a plain `select` per part.
         let c = fx.scalar(cond)?;
-        let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
-        return lanewise(fx, ty, per_of, &[a, b], |fx, v| {
-            let (x, y) = if d == DType::I1 && fx.bcx.func.dfg.value_type(v[0]).is_vector() {
-                same_mask_width(&mut fx.bcx, v[0], v[1])
-            } else {
-                (v[0], v[1])
-            };
-            Ok(fx.bcx.ins().select(c, x, y))
-        });
+        let per_of = per_for(d, true);
+        return lanewise(fx, ty, per_of, &[a, b], |fx, v| Ok(fx.bcx.ins().select(c, v[0], v[1])));
     }
-    let per_of: Box<dyn Fn(u8) -> u8> = if d == DType::I1 { Box::new(per_for_mask(true)) } else { Box::new(per_for(d, true)) };
+    let per_of = per_for(d, true);
     lanewise(fx, ty, per_of, &[cond, a, b], |fx, v| {
         let (c, x, y) = (v[0], v[1], v[2]);
         let xt = fx.bcx.func.dfg.value_type(x);
         if !xt.is_vector() {
             return Ok(fx.bcx.ins().select(c, x, y));
         }
-        let y = if fx.bcx.func.dfg.value_type(y) == xt { y } else { same_mask_width(&mut fx.bcx, x, y).1 };
         let m = mask_for(&mut fx.bcx, c, xt);
         Ok(fx.bcx.ins().bitselect(m, x, y))
     })
@@ -422,8 +405,7 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
     if let Ty::Tile(_, lanes) = ty {
         if cast_vectorizes(s, d) && lanes >= value::vector_per(d) {
             let per = value::vector_per(d);
-            return lanewise(fx, Ty::Tile(s, lanes), move |_| per, &[a], |fx, v| emit_cast(fx, s, d, v[0]))
-                .map(|c| retype_tile(c));
+            return lanewise(fx, Ty::Tile(s, lanes), move |_| per, &[a], |fx, v| emit_cast(fx, s, d, v[0]));
         }
         // Scalar lanes, then the canonical form of the result.
         let t = fx.tile(a, lanes)?;
@@ -439,38 +421,33 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
     Ok(CVal::Scalar(emit_cast(fx, s, d, x)?))
 }
 
-fn retype_tile(c: CVal) -> CVal {
-    c
-}
-
 /// Converts one scalar or vector part from `s` to `d` (vectors: same lane count).
 fn emit_cast(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value, CodegenError> {
     let xt = fx.bcx.func.dfg.value_type(x);
     let lanes = xt.lane_count();
     let dt = value::scalar_type(d)?.by(lanes).unwrap_or(value::scalar_type(d)?);
-    let ins = |fx: &mut FunctionCx| fx.bcx.ins();
     Ok(match (s.is_float(), d.is_float()) {
         (true, true) => {
             if d.bits() > s.bits() {
-                ins(fx).fpromote(dt, x)
+                fx.bcx.ins().fpromote(dt, x)
             } else {
-                ins(fx).fdemote(dt, x)
+                fx.bcx.ins().fdemote(dt, x)
             }
         }
         (false, true) => {
             if s.is_signed() {
-                ins(fx).fcvt_from_sint(dt, x)
+                fx.bcx.ins().fcvt_from_sint(dt, x)
             } else {
-                ins(fx).fcvt_from_uint(dt, x)
+                fx.bcx.ins().fcvt_from_uint(dt, x)
             }
         }
         (true, false) if d == DType::I1 => {
             let zero = const_like(&mut fx.bcx, xt, lir::Const::Float(0.0))?;
-            ins(fx).fcmp(FloatCC::NotEqual, x, zero)
+            fx.bcx.ins().fcmp(FloatCC::NotEqual, x, zero)
         }
         (true, false) => match d {
-            DType::I32 | DType::I64 => ins(fx).fcvt_to_sint_sat(dt, x),
-            DType::U32 | DType::U64 => ins(fx).fcvt_to_uint_sat(dt, x),
+            DType::I32 | DType::I64 => fx.bcx.ins().fcvt_to_sint_sat(dt, x),
+            DType::U32 | DType::U64 => fx.bcx.ins().fcvt_to_uint_sat(dt, x),
             _ => {
                 // Saturate through i32, then clamp to the narrow range.
                 let (lo, hi) = match d {
@@ -479,21 +456,30 @@ fn emit_cast(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value,
                     DType::U8 => (0, u8::MAX as i64),
                     _ => (0, u16::MAX as i64),
                 };
-                let wide = if d.is_signed() { ins(fx).fcvt_to_sint_sat(types::I32, x) } else { ins(fx).fcvt_to_uint_sat(types::I32, x) };
+                let wide = if d.is_signed() {
+                    fx.bcx.ins().fcvt_to_sint_sat(types::I32, x)
+                } else {
+                    fx.bcx.ins().fcvt_to_uint_sat(types::I32, x)
+                };
                 let lo = iconst(&mut fx.bcx, types::I32, lo);
                 let hi = iconst(&mut fx.bcx, types::I32, hi);
-                let clamped = ins(fx).smax(wide, lo);
-                let clamped = ins(fx).smin(clamped, hi);
-                ins(fx).ireduce(dt, clamped)
+                let clamped = if d.is_signed() {
+                    let c = fx.bcx.ins().smax(wide, lo);
+                    fx.bcx.ins().smin(c, hi)
+                } else {
+                    // Already non-negative, as an unsigned number.
+                    fx.bcx.ins().umin(wide, hi)
+                };
+                fx.bcx.ins().ireduce(dt, clamped)
             }
         },
-        (false, false) if d == DType::I1 => ins(fx).icmp_imm(IntCC::NotEqual, x, 0),
+        (false, false) if d == DType::I1 => fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, x, 0),
         (false, false) => {
             let (sb, db) = (xt.lane_bits(), dt.lane_bits());
             if db > sb {
-                if s.is_signed() { ins(fx).sextend(dt, x) } else { ins(fx).uextend(dt, x) }
+                if s.is_signed() { fx.bcx.ins().sextend(dt, x) } else { fx.bcx.ins().uextend(dt, x) }
             } else if db < sb {
-                ins(fx).ireduce(dt, x)
+                fx.bcx.ins().ireduce(dt, x)
             } else {
                 x
             }
@@ -523,7 +509,13 @@ pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Res
 }
 
 /// Combines two scalars as `op` does on `d`.
-pub(crate) fn combine(bcx: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Result<Value, CodegenError> {
+pub(crate) fn combine(
+    bcx: &mut FunctionBuilder,
+    op: ReduceOp,
+    d: DType,
+    x: Value,
+    y: Value,
+) -> Result<Value, CodegenError> {
     let ins = bcx.ins();
     Ok(match (op, d) {
         (ReduceOp::Sum, DType::I1) => return Err(unsupported("sum of i1 lanes")),
@@ -542,7 +534,12 @@ pub(crate) fn combine(bcx: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Valu
 
 /// Adjacent lanes pairwise: `((l0 ∘ l1) ∘ (l2 ∘ l3)) ∘ ((l4 ∘ l5) ∘ (l6 ∘ l7))`, the
 /// order the loop IR fixes.
-pub(crate) fn codegen_reduce_lanes(fx: &mut FunctionCx, op: ReduceOp, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_reduce_lanes(
+    fx: &mut FunctionCx,
+    op: ReduceOp,
+    a: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
     let d = fx.f.ty(a).dtype();
     if ty != Ty::Scalar(d) {
         return Err(CodegenError::InvalidIr(format!("a lane reduction of a {d} tile gives {ty}")));

@@ -45,14 +45,6 @@ impl CVal {
             CVal::Tile(_) => Err(CodegenError::InvalidIr("a tile where a scalar is expected".into())),
         }
     }
-
-    /// The Cranelift values, flattened (block arguments).
-    pub(crate) fn flat(&self) -> Vec<Value> {
-        match self {
-            CVal::Scalar(v) => vec![*v],
-            CVal::Tile(t) => t.parts.clone(),
-        }
-    }
 }
 
 /// The Cranelift type of one scalar of `d`.
@@ -65,7 +57,9 @@ pub(crate) fn scalar_type(d: DType) -> Result<Type, CodegenError> {
         DType::F32 => types::F32,
         DType::F64 => types::F64,
         DType::F16 | DType::BF16 => {
-            return Err(CodegenError::Unsupported(format!("{d} values (half-precision codegen is not implemented yet)")));
+            return Err(CodegenError::Unsupported(format!(
+                "{d} values (half-precision codegen is not implemented yet)"
+            )));
         }
     })
 }
@@ -84,7 +78,8 @@ pub(crate) fn part_type(d: DType, per: u8) -> Result<Type, CodegenError> {
     if per == 1 {
         return scalar_type(d);
     }
-    let lane = if d == DType::I1 { Type::int(128 / per as u16).expect("mask lane width") } else { scalar_type(d)? };
+    let lane =
+        if d == DType::I1 { Type::int(128 / per as u16).expect("mask lane width") } else { scalar_type(d)? };
     Ok(lane.by(per as u32).expect("128-bit vector"))
 }
 
@@ -138,33 +133,41 @@ pub(crate) fn lanes(bcx: &mut FunctionBuilder, d: DType, t: &Tile) -> Vec<Value>
     for &p in &t.parts {
         for k in 0..t.per {
             let lane = bcx.ins().extractlane(p, k);
-            out.push(if d == DType::I1 { bcx.ins().icmp_imm(cranelift_codegen::ir::condcodes::IntCC::NotEqual, lane, 0) } else { lane });
+            out.push(if d == DType::I1 {
+                bcx.ins().icmp_imm_u(cranelift_codegen::ir::condcodes::IntCC::NotEqual, lane, 0)
+            } else {
+                lane
+            });
         }
     }
     out
 }
 
 /// Builds a tile of `per` lanes per part from scalar lanes.
-pub(crate) fn from_lanes(bcx: &mut FunctionBuilder, d: DType, per: u8, lanes: &[Value]) -> Result<Tile, CodegenError> {
+pub(crate) fn from_lanes(
+    bcx: &mut FunctionBuilder,
+    d: DType,
+    per: u8,
+    lanes: &[Value],
+) -> Result<Tile, CodegenError> {
     if per == 1 {
         return Ok(Tile { per, parts: lanes.to_vec() });
     }
     let ty = part_type(d, per)?;
     let mut parts = Vec::with_capacity(lanes.len() / per as usize);
     for chunk in lanes.chunks(per as usize) {
-        let scalars: Vec<Value> =
-            if d == DType::I1 { chunk.iter().map(|&l| bcx.ins().bmask(ty.lane_type(), l)).collect() } else { chunk.to_vec() };
-        let mut v = bcx.ins().scalar_to_vector(ty, scalars[0]);
+        let scalars: Vec<Value> = if d == DType::I1 {
+            chunk.iter().map(|&l| bcx.ins().bmask(ty.lane_type(), l)).collect()
+        } else {
+            chunk.to_vec()
+        };
+        let mut v = bcx.ins().splat(ty, scalars[0]);
         for (k, &s) in scalars.iter().enumerate().skip(1) {
             v = bcx.ins().insertlane(v, s, k as u8);
         }
         parts.push(v);
     }
-    Ok(parts_tile(per, parts))
-}
-
-fn parts_tile(per: u8, parts: Vec<Value>) -> Tile {
-    Tile { per, parts }
+    Ok(Tile { per, parts })
 }
 
 /// The tile with `per` lanes per part.
@@ -188,7 +191,13 @@ pub(crate) fn to_canonical(bcx: &mut FunctionBuilder, ty: Ty, v: &CVal) -> Resul
 }
 
 /// A tile with every lane equal to the scalar `s`, `per` lanes per part.
-pub(crate) fn splat(bcx: &mut FunctionBuilder, d: DType, lanes: u8, per: u8, s: Value) -> Result<Tile, CodegenError> {
+pub(crate) fn splat(
+    bcx: &mut FunctionBuilder,
+    d: DType,
+    lanes: u8,
+    per: u8,
+    s: Value,
+) -> Result<Tile, CodegenError> {
     let n = (lanes / per) as usize;
     if per == 1 {
         return Ok(Tile { per, parts: vec![s; n] });

@@ -3,7 +3,6 @@
 
 use lnc_bir::{Elem, Shape, Type};
 
-use crate::consteval::py_type;
 use crate::value::{Callee, Cv, Module, Val};
 
 /// A dtype or pointer type as Triton spells it (`float32`, `pointer<float32>`).
@@ -22,7 +21,11 @@ pub(crate) fn shape_str(s: Shape) -> String {
 
 /// A value type: `float32`, `pointer<float32>`, `float32[32, 128]`.
 pub(crate) fn type_str(t: Type) -> String {
-    if t.shape.is_scalar() { elem_str(t.elem) } else { format!("{}{}", elem_str(t.elem), shape_str(t.shape)) }
+    if t.shape.is_scalar() {
+        elem_str(t.elem)
+    } else {
+        format!("{}{}", elem_str(t.elem), shape_str(t.shape))
+    }
 }
 
 /// What a compile-time value is, for messages (`int 3`, `None`).
@@ -53,7 +56,11 @@ pub(crate) fn val_str(v: &Val, ty: impl Fn(lnc_bir::Value) -> Type) -> String {
         Val::Const(c) => cv_str(c),
         Val::Tensor(x) => {
             let t = ty(*x);
-            if t.is_block() { format!("a block of type {}", type_str(t)) } else { format!("a {}", type_str(t)) }
+            if t.is_block() {
+                format!("a block of type {}", type_str(t))
+            } else {
+                format!("a {}", type_str(t))
+            }
         }
         Val::Tuple(items) => format!("a tuple of {} elements", items.len()),
         Val::Module(m) => format!("the module `{}`", module_str(*m)),
@@ -64,28 +71,39 @@ pub(crate) fn val_str(v: &Val, ty: impl Fn(lnc_bir::Value) -> Type) -> String {
     }
 }
 
-/// Python's type name of a compile-time value.
-pub(crate) fn cv_type_name(c: &Cv) -> &'static str {
-    py_type(c)
-}
-
-/// Levenshtein distance, for suggestions.
+/// Edit distance counting an adjacent transposition as one edit (the commonest typo).
 fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
-/// The closest candidate to `name`, if one is close enough to be a likely typo.
-pub(crate) fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let limit = (name.chars().count() / 3).clamp(1, 3);
+/// The closest candidate to `name`, if one is close enough to be a likely typo (names of
+/// one or two letters get no suggestion: every other short name would be "close").
+pub(crate) fn suggest<'c>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
+    let limit = (name.chars().count() / 3).min(3);
     candidates
         .into_iter()
         .filter(|c| *c != name)
@@ -102,9 +120,14 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(type_str(Type::block(Elem::Scalar(DType::F32), Shape::d2(32, 128))), "float32[32, 128]");
+        assert_eq!(
+            type_str(Type::block(Elem::Scalar(DType::F32), Shape::d2(32, 128))),
+            "float32[32, 128]"
+        );
         assert_eq!(type_str(Type::ptr(DType::F16)), "pointer<float16>");
         assert_eq!(suggest("maks", ["mask", "other", "pointer"]), Some("mask"));
         assert_eq!(suggest("xyz", ["mask", "other"]), None);
+        assert_eq!(suggest("laod", ["load", "store"]), Some("load"));
+        assert_eq!(suggest("y", ["X"]), None);
     }
 }

@@ -133,17 +133,10 @@ pub(crate) fn literal_dtype(c: &Cv) -> Option<DType> {
 /// The range of an integer dtype.
 pub(crate) fn int_range(d: DType) -> (i128, i128) {
     let bits = d.bits();
-    if signed(d) { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) }
-}
-
-/// The number of explicit mantissa bits of a float dtype (0 for integers).
-pub(crate) fn mantissa_bits(d: DType) -> u32 {
-    match d {
-        DType::F16 => 10,
-        DType::BF16 => 7,
-        DType::F32 => 23,
-        DType::F64 => 52,
-        _ => 0,
+    if signed(d) {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
     }
 }
 

@@ -148,7 +148,9 @@ pub(crate) fn same(a: &Val, b: &Val) -> bool {
         (Val::Const(Cv::Float(x)), Val::Const(Cv::Float(y))) => x.to_bits() == y.to_bits(),
         (Val::Const(x), Val::Const(y)) => x == y,
         (Val::Tensor(x), Val::Tensor(y)) => x == y,
-        (Val::Tuple(x), Val::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b)),
+        (Val::Tuple(x), Val::Tuple(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
+        }
         (Val::Module(x), Val::Module(y)) => x == y,
         (Val::Func(x), Val::Func(y)) => x == y,
         (Val::Bound(x, m), Val::Bound(y, n)) => m == n && same(x, y),

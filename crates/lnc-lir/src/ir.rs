@@ -160,9 +160,9 @@ pub enum Opcode {
         site: u32,
     },
     /// `(index: scalar) -> tile`: reads `lanes` consecutive elements of scratch buffer
-    /// `slot` starting at element `index`.
+    /// `slot` starting at element `index` (a scalar result reads the one element there).
     ScratchLoad(u32),
-    /// `(index: scalar, value: tile) -> ()`: writes them.
+    /// `(index: scalar, value: tile) -> ()`: writes them (a scalar value writes one element).
     ScratchStore(u32),
     /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
     ReduceLanes(ReduceOp),
@@ -328,5 +328,144 @@ impl Function {
             }
         }
         go(self, &self.body, &mut f);
+    }
+}
+
+impl Function {
+    /// An empty function.
+    pub fn new(name: impl Into<String>) -> Function {
+        Function {
+            name: name.into(),
+            ..Function::default()
+        }
+    }
+
+    /// Declares a runtime argument in ABI slot `slot`.
+    pub fn add_arg(&mut self, name: impl Into<String>, slot: u32, ty: Ty) {
+        self.args.push(ArgInfo {
+            name: name.into(),
+            slot,
+            ty,
+        });
+    }
+
+    /// The argument in ABI slot `slot`.
+    pub fn arg(&self, slot: u32) -> Option<&ArgInfo> {
+        self.args.iter().find(|a| a.slot == slot)
+    }
+
+    /// Adds a memory access site and returns its index; an identical site is reused.
+    pub fn add_site(&mut self, site: Site) -> u32 {
+        if let Some(k) = self.sites.iter().position(|s| *s == site) {
+            return k as u32;
+        }
+        self.sites.push(site);
+        (self.sites.len() - 1) as u32
+    }
+
+    /// Adds a scratch buffer of `len` elements after the existing ones, at the next
+    /// 64-byte boundary (a cache line, so buffers never share one), and returns its slot.
+    pub fn add_scratch(&mut self, dtype: DType, len: u32) -> u32 {
+        let offset = self.scratch_bytes().div_ceil(64) * 64;
+        self.scratch.push(Scratch { dtype, len, offset });
+        (self.scratch.len() - 1) as u32
+    }
+
+    /// Every instruction reachable from the body, parents first.
+    pub fn live_insts(&self) -> Vec<Inst> {
+        let mut out = Vec::new();
+        self.walk(|i| out.push(i));
+        out
+    }
+}
+
+impl Opcode {
+    /// True for instructions whose only effect is their results: removing an unused one
+    /// changes nothing (a load is not pure: a checked launch reports its faults).
+    pub fn is_pure(&self) -> bool {
+        matches!(
+            self,
+            Opcode::Arg(_)
+                | Opcode::Const(_)
+                | Opcode::ProgramId(_)
+                | Opcode::NumPrograms(_)
+                | Opcode::Splat
+                | Opcode::Iota
+                | Opcode::Binary(_)
+                | Opcode::Cmp(_)
+                | Opcode::Unary(_)
+                | Opcode::Select
+                | Opcode::Cast
+                | Opcode::Bitcast
+                | Opcode::PtrAdd
+                | Opcode::ScratchLoad(_)
+                | Opcode::ReduceLanes(_)
+        )
+    }
+
+    /// True for region terminators (`yield`, `condition`).
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, Opcode::Yield | Opcode::Condition)
+    }
+
+    /// True for `for`, `while` and `if`, the instructions that own regions.
+    pub fn is_control_flow(&self) -> bool {
+        matches!(self, Opcode::For | Opcode::While | Opcode::If)
+    }
+
+    /// The site of a memory access or an assert.
+    pub fn site(&self) -> Option<u32> {
+        match *self {
+            Opcode::Load { site, .. }
+            | Opcode::Store { site, .. }
+            | Opcode::Atomic { site, .. }
+            | Opcode::AtomicCas { site, .. }
+            | Opcode::Assert { site } => Some(site),
+            _ => None,
+        }
+    }
+
+    /// The mnemonic that starts the instruction's text.
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            Opcode::Arg(_) => "arg",
+            Opcode::Const(_) => "const",
+            Opcode::ProgramId(_) => "program_id",
+            Opcode::NumPrograms(_) => "num_programs",
+            Opcode::Splat => "splat",
+            Opcode::Iota => "iota",
+            Opcode::Binary(op) => op.name(),
+            Opcode::Cmp(_) => "cmp",
+            Opcode::Unary(op) => op.name(),
+            Opcode::Select => "select",
+            Opcode::Cast => "cast",
+            Opcode::Bitcast => "bitcast",
+            Opcode::PtrAdd => "ptr_add",
+            Opcode::Load { .. } => "load",
+            Opcode::Store { .. } => "store",
+            Opcode::Atomic { .. } => "atomic",
+            Opcode::AtomicCas { .. } => "atomic_cas",
+            Opcode::ScratchLoad(_) => "scratch_load",
+            Opcode::ScratchStore(_) => "scratch_store",
+            Opcode::ReduceLanes(_) => "reduce_lanes",
+            Opcode::For => "for",
+            Opcode::While => "while",
+            Opcode::If => "if",
+            Opcode::Yield => "yield",
+            Opcode::Condition => "condition",
+            Opcode::Assert { .. } => "assert",
+            Opcode::Print(_) => "print",
+        }
+    }
+}
+
+impl Addressing {
+    /// Suffix in the text form (`load.contig`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Addressing::Scalar => "scalar",
+            Addressing::Contiguous => "contig",
+            Addressing::Gather => "gather",
+        }
     }
 }

@@ -9,8 +9,18 @@
 //!
 //! Control flow is structured as in the block IR. Codegen to Cranelift is a direct
 //! translation: one Cranelift value per lir value (tiles that fill 128 bits are vectors).
+//!
+//! The [`verify`] module lists the invariants every function satisfies; [`print`] gives
+//! the text form of stage dumps and snapshots; [`builder`] appends instructions region by
+//! region.
 #![deny(missing_docs)]
 
+pub mod builder;
 pub mod ir;
+pub mod print;
+pub mod verify;
 
+pub use builder::Builder;
 pub use ir::*;
+pub use print::print_function;
+pub use verify::{VerifierError, VerifierErrors, verify};

@@ -4,13 +4,13 @@
 //! trades precision for speed. The rewrites:
 //!
 //! - `k op x => x op k` for commutative `op` (`+ * & | ^ min max`) and a constant `k`;
-//!   `k cmp x => x cmp' k` with the mirrored predicate.
+//!   `k cmp x => x cmp' k` with the mirrored predicate; otherwise `a > b => b < a` and
+//!   `a >= b => b <= a`, so that `cse` sees one spelling and masks read `offs < n`.
 //! - Integers: `x + 0 => x`, `x - 0 => x`, `x * 1 => x`, `x // 1 => x`, `x * 0 => 0`,
 //!   `x % 1 => 0`, `x * -1 => -x` (signed), `x - x => 0`, `x & 0 => 0`, `x & ~0 => x`,
 //!   `x | 0 => x`, `x | ~0 => ~0`, `x ^ 0 => x`, `x ^ x => 0`, `x & x => x`, `x | x => x`,
 //!   `x << 0 => x`, `x >> 0 => x`, `x cmp x => true/false`. On `int1`, `~0` is `true`.
-//! - Floats: `x + -0.0 => x`, `x - 0.0 => x`, `x * 1.0 => x`, `x / 1.0 => x`,
-//!   `x * -1.0 => -x`.
+//! - Floats: `x + -0.0 => x`, `x - 0.0 => x`, `x * 1.0 => x`, `x / 1.0 => x`.
 //! - `min(x, x) => x`, `max(x, x) => x`, `-(-x) => x`, `~(~x) => x`.
 //! - `select(c, a, a) => a`, `select(~c, a, b) => select(c, b, a)`,
 //!   `select(c, true, false) => c`.
@@ -31,7 +31,8 @@
 //!   lanes are never accessed.
 //!
 //! It does NOT: rewrite `x + 0.0` or `x * 0.0` on floats (wrong for `-0.0`, NaN and
-//! infinities), reassociate or distribute, fold constants (that is `constant-fold`), merge
+//! infinities), nor `x * -1.0 => -x` (the sign of a NaN result would differ, visible
+//! through a `bitcast`), reassociate or distribute, fold constants (that is `constant-fold`), merge
 //! duplicates (`cse`) or delete the instructions it bypasses (`dce`); it does not simplify
 //! atomics with constant masks, nor `expand_dims`/`broadcast` chains beyond the rules above.
 
@@ -40,8 +41,8 @@ use lnc_bir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, Type, 
 
 use crate::fold::mirror;
 use crate::util::{
-    Subst, def_inst, def_opcode, elem_type, emit, emit_const, is_int_type, lanes_const, lanes_float,
-    lanes_int, put_regions, splat_operand, take_regions, use_counts
+    Subst, def_inst, def_opcode, elem_type, emit, emit_const, is_int_type, lanes_const,
+    lanes_float, lanes_int, put_regions, splat_operand, take_regions, use_counts,
 };
 
 /// The pass's name, for `--passes` and test headers.
@@ -70,7 +71,12 @@ enum Action {
     Delete,
 }
 
-fn canon_region(func: &mut Function, region: &mut Region, subst: &mut Subst, uses: &SecondaryMap<Value, u32>) -> bool {
+fn canon_region(
+    func: &mut Function,
+    region: &mut Region,
+    subst: &mut Subst,
+    uses: &SecondaryMap<Value, u32>,
+) -> bool {
     let mut changed = false;
     let old = std::mem::take(&mut region.insts);
     let mut out = Vec::with_capacity(old.len());
@@ -100,16 +106,26 @@ fn canon_region(func: &mut Function, region: &mut Region, subst: &mut Subst, use
     changed
 }
 
-fn canon_inst(func: &mut Function, inst: Inst, out: &mut Vec<Inst>, uses: &SecondaryMap<Value, u32>) -> Action {
+fn canon_inst(
+    func: &mut Function,
+    inst: Inst,
+    out: &mut Vec<Inst>,
+    uses: &SecondaryMap<Value, u32>,
+) -> Action {
     let data = &func.insts[inst];
     let opcode = data.opcode;
     let args = data.args.clone();
     match opcode {
-        Opcode::Load { has_mask: true, has_other } => return masked_load(func, inst, &args, has_other, out),
+        Opcode::Load {
+            has_mask: true,
+            has_other,
+        } => return masked_load(func, inst, &args, has_other, out),
         Opcode::Store { has_mask: true } => return masked_store(func, inst, &args),
         _ => {}
     }
-    let [result] = data.results[..] else { return Action::Keep };
+    let [result] = data.results[..] else {
+        return Action::Keep;
+    };
     let ty = func.ty(result);
     if let Some(action) = hoist_splats(func, inst, opcode, &args, ty, out) {
         return action;
@@ -147,13 +163,14 @@ fn canon_inst(func: &mut Function, inst: Inst, out: &mut Vec<Inst>, uses: &Secon
             Action::Replace(resplat(func, args[0], ty, inst, out))
         }
         // reduce max/min(splat(x)) => x
-        Opcode::Reduce { op: lnc_bir::ReduceOp::Max | lnc_bir::ReduceOp::Min, .. } => {
-            match splat_operand(func, args[0]) {
-                Some(x) if func.ty(x) == ty => Action::Replace(x),
-                Some(_) => Action::Replace(resplat(func, args[0], ty, inst, out)),
-                None => Action::Keep,
-            }
-        }
+        Opcode::Reduce {
+            op: lnc_bir::ReduceOp::Max | lnc_bir::ReduceOp::Min,
+            ..
+        } => match splat_operand(func, args[0]) {
+            Some(x) if func.ty(x) == ty => Action::Replace(x),
+            Some(_) => Action::Replace(resplat(func, args[0], ty, inst, out)),
+            None => Action::Keep,
+        },
         Opcode::PtrAdd => ptr_add(func, inst, &args, uses, out),
         _ => Action::Keep,
     }
@@ -182,21 +199,47 @@ fn hoist_splats(
 ) -> Option<Action> {
     let elementwise = matches!(
         opcode,
-        Opcode::Binary(_) | Opcode::Cmp(_) | Opcode::Unary(_) | Opcode::Select | Opcode::Cast | Opcode::Bitcast | Opcode::PtrAdd
+        Opcode::Binary(_)
+            | Opcode::Cmp(_)
+            | Opcode::Unary(_)
+            | Opcode::Select
+            | Opcode::Cast
+            | Opcode::Bitcast
+            | Opcode::PtrAdd
     );
     if !elementwise || !ty.is_block() {
         return None;
     }
-    let scalars: Vec<Value> = args.iter().map(|&a| splat_operand(func, a)).collect::<Option<_>>()?;
+    let scalars: Vec<Value> = args
+        .iter()
+        .map(|&a| splat_operand(func, a))
+        .collect::<Option<_>>()?;
     let s = emit(func, out, opcode, scalars, elem_type(ty), inst);
-    Some(Action::Replace(emit(func, out, Opcode::Splat, vec![s], ty, inst)))
+    Some(Action::Replace(emit(
+        func,
+        out,
+        Opcode::Splat,
+        vec![s],
+        ty,
+        inst,
+    )))
 }
 
 fn is_commutative(op: BinOp) -> bool {
-    matches!(op, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max)
+    matches!(
+        op,
+        BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max
+    )
 }
 
-fn binary(func: &mut Function, inst: Inst, op: BinOp, args: &[Value], ty: Type, out: &mut Vec<Inst>) -> Action {
+fn binary(
+    func: &mut Function,
+    inst: Inst,
+    op: BinOp,
+    args: &[Value],
+    ty: Type,
+    out: &mut Vec<Inst>,
+) -> Action {
     let (mut a, mut b) = (args[0], args[1]);
     let mut action = Action::Keep;
     // k op x => x op k
@@ -205,12 +248,16 @@ fn binary(func: &mut Function, inst: Inst, op: BinOp, args: &[Value], ty: Type, 
         func.insts[inst].args = vec![a, b];
         action = Action::Changed;
     }
-    let Some(d) = ty.num_dtype() else { return action };
+    let Some(d) = ty.num_dtype() else {
+        return action;
+    };
     let zero = |func: &mut Function, out: &mut Vec<Inst>| {
         let v = emit_const(func, out, ty, Const::Int(0), inst).expect("integer type");
         Action::Replace(v)
     };
-    let neg = |func: &mut Function, out: &mut Vec<Inst>| Action::Replace(emit(func, out, Opcode::Unary(UnOp::Neg), vec![a], ty, inst));
+    let neg = |func: &mut Function, out: &mut Vec<Inst>| {
+        Action::Replace(emit(func, out, Opcode::Unary(UnOp::Neg), vec![a], ty, inst))
+    };
     if a == b {
         match op {
             // min(x, x) => x, max(x, x) => x, x & x => x, x | x => x
@@ -221,11 +268,15 @@ fn binary(func: &mut Function, inst: Inst, op: BinOp, args: &[Value], ty: Type, 
         }
     }
     if d.is_int() {
-        let Some(k) = lanes_int(func, b).map(|k| d.wrap_int(k)) else { return action };
+        let Some(k) = lanes_int(func, b).map(|k| d.wrap_int(k)) else {
+            return action;
+        };
         let ones = d.wrap_int(-1);
         match (op, k) {
             // x + 0 => x, x - 0 => x, x | 0 => x, x ^ 0 => x, x << 0 => x, x >> 0 => x
-            (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, 0) => Action::Replace(a),
+            (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, 0) => {
+                Action::Replace(a)
+            }
             // x * 1 => x, x // 1 => x
             (BinOp::Mul | BinOp::IDiv, 1) => Action::Replace(a),
             // x * 0 => 0, x & 0 => 0
@@ -241,7 +292,9 @@ fn binary(func: &mut Function, inst: Inst, op: BinOp, args: &[Value], ty: Type, 
             _ => action,
         }
     } else {
-        let Some(k) = lanes_float(func, b) else { return action };
+        let Some(k) = lanes_float(func, b) else {
+            return action;
+        };
         match op {
             // x + -0.0 => x
             BinOp::Add if k == 0.0 && k.is_sign_negative() => Action::Replace(a),
@@ -249,17 +302,26 @@ fn binary(func: &mut Function, inst: Inst, op: BinOp, args: &[Value], ty: Type, 
             BinOp::Sub if k == 0.0 && k.is_sign_positive() => Action::Replace(a),
             // x * 1.0 => x, x / 1.0 => x
             BinOp::Mul | BinOp::Div if k == 1.0 => Action::Replace(a),
-            // x * -1.0 => -x
-            BinOp::Mul if k == -1.0 => neg(func, out),
             _ => action,
         }
     }
 }
 
-fn cmp(func: &mut Function, inst: Inst, op: CmpOp, args: &[Value], ty: Type, out: &mut Vec<Inst>) -> Action {
+fn cmp(
+    func: &mut Function,
+    inst: Inst,
+    op: CmpOp,
+    args: &[Value],
+    ty: Type,
+    out: &mut Vec<Inst>,
+) -> Action {
     let (a, b) = (args[0], args[1]);
-    // k cmp x => x cmp' k
-    if lanes_const(func, a).is_some() && lanes_const(func, b).is_none() {
+    let (a_const, b_const) = (
+        lanes_const(func, a).is_some(),
+        lanes_const(func, b).is_some(),
+    );
+    // k cmp x => x cmp' k; a > b => b < a, a >= b => b <= a
+    if (a_const && !b_const) || (a_const == b_const && matches!(op, CmpOp::Gt | CmpOp::Ge)) {
         let data = &mut func.insts[inst];
         data.args = vec![b, a];
         data.opcode = Opcode::Cmp(mirror(op));
@@ -288,7 +350,8 @@ fn select(func: &mut Function, inst: Inst, args: &[Value], ty: Type) -> Action {
     }
     // select(c, true, false) => c
     let is_bool = ty.num_dtype() == Some(DType::I1);
-    if is_bool && func.ty(c) == ty && lanes_int(func, a) == Some(1) && lanes_int(func, b) == Some(0) {
+    if is_bool && func.ty(c) == ty && lanes_int(func, a) == Some(1) && lanes_int(func, b) == Some(0)
+    {
         return Action::Replace(c);
     }
     Action::Keep
@@ -328,7 +391,14 @@ fn ptr_add(
         let (q, a) = (operand(func, p, 0), operand(func, p, 1));
         let both_const = lanes_const(func, a).is_some() && lanes_const(func, b).is_some();
         if func.ty(a) == func.ty(b) && (uses[p] == 1 || both_const) {
-            let sum = emit(func, out, Opcode::Binary(BinOp::Add), vec![a, b], func.ty(b), inst);
+            let sum = emit(
+                func,
+                out,
+                Opcode::Binary(BinOp::Add),
+                vec![a, b],
+                func.ty(b),
+                inst,
+            );
             func.insts[inst].args = vec![q, sum];
             return Action::Changed;
         }
@@ -337,17 +407,32 @@ fn ptr_add(
 }
 
 /// `load(p, true, o) => load(p)`, `load(p, false, o) => o`.
-fn masked_load(func: &mut Function, inst: Inst, args: &[Value], has_other: bool, out: &mut Vec<Inst>) -> Action {
-    let Some(mask) = lanes_int(func, args[1]) else { return Action::Keep };
+fn masked_load(
+    func: &mut Function,
+    inst: Inst,
+    args: &[Value],
+    has_other: bool,
+    out: &mut Vec<Inst>,
+) -> Action {
+    let Some(mask) = lanes_int(func, args[1]) else {
+        return Action::Keep;
+    };
     if mask != 0 {
         let data = &mut func.insts[inst];
-        data.opcode = Opcode::Load { has_mask: false, has_other: false };
+        data.opcode = Opcode::Load {
+            has_mask: false,
+            has_other: false,
+        };
         data.args.truncate(1);
         return Action::Changed;
     }
     let ty = func.ty(func.insts[inst].results[0]);
     if has_other {
-        return if func.ty(args[2]) == ty { Action::Replace(args[2]) } else { Action::Keep };
+        return if func.ty(args[2]) == ty {
+            Action::Replace(args[2])
+        } else {
+            Action::Keep
+        };
     }
     let zero = match ty.num_dtype() {
         Some(d) if d.is_float() => Const::Float(0.0),

@@ -29,7 +29,11 @@ pub const NAME: &str = "cse";
 /// Runs the pass; returns whether anything changed.
 pub fn run(func: &mut Function) -> bool {
     let mut body = std::mem::take(&mut func.body);
-    let mut cx = Cse { scopes: Vec::new(), subst: Subst::default(), changed: false };
+    let mut cx = Cse {
+        scopes: Vec::new(),
+        subst: Subst::default(),
+        changed: false,
+    };
     cx.region(func, &mut body);
     func.body = body;
     cx.changed
@@ -89,7 +93,10 @@ impl Cse {
                 }
                 None => {
                     let results = data.results.clone();
-                    self.scopes.last_mut().expect("a scope per region").insert(key, results);
+                    self.scopes
+                        .last_mut()
+                        .expect("a scope per region")
+                        .insert(key, results);
                     out.push(inst);
                 }
             }
@@ -100,5 +107,8 @@ impl Cse {
 }
 
 fn is_commutative(op: BinOp) -> bool {
-    matches!(op, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max)
+    matches!(
+        op,
+        BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max
+    )
 }

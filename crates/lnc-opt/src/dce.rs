@@ -73,7 +73,9 @@ fn is_dead(func: &Function, inst: Inst, uses: &SecondaryMap<Value, u32>) -> bool
     }
     match data.opcode {
         Opcode::Load { .. } => true,
-        Opcode::For | Opcode::While | Opcode::If => !data.regions.iter().any(|r| has_effects(func, r)),
+        Opcode::For | Opcode::While | Opcode::If => {
+            !data.regions.iter().any(|r| has_effects(func, r))
+        }
         op => op.is_pure(),
     }
 }
@@ -85,7 +87,11 @@ fn has_effects(func: &Function, region: &Region) -> bool {
         let data = &func.insts[i];
         matches!(
             data.opcode,
-            Opcode::Store { .. } | Opcode::Atomic { .. } | Opcode::AtomicCas | Opcode::Assert | Opcode::Print(_)
+            Opcode::Store { .. }
+                | Opcode::Atomic { .. }
+                | Opcode::AtomicCas
+                | Opcode::Assert
+                | Opcode::Print(_)
         ) || data.regions.iter().any(|r| has_effects(func, r))
     })
 }

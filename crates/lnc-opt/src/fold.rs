@@ -1,31 +1,36 @@
 //! `constant-fold`: evaluates instructions whose operands are constants.
 //!
 //! An operand is constant when it is a scalar `const` or a `splat` of one. The result is
-//! computed with exactly the block IR's semantics and becomes a `const`, or a `splat` of a
-//! new `const` when the result is a block. The rewrites:
+//! computed with exactly the semantics of the reference interpreter (`lnc_bir::interp`,
+//! the IR's definition) and becomes a `const`, or a `splat` of a new `const` when the
+//! result is a block. The rewrites:
 //!
 //! - `binary(k1, k2) => k`: integers wrap at the dtype's width and honour its signedness;
-//!   `idiv` truncates toward zero and `rem` takes the dividend's sign; floats are computed in
-//!   the dtype's precision (`fp32` in `f32`; `fp16`/`bf16` in `f32` and rounded once,
-//!   which is exact for `+ - * /`).
-//! - `cmp(k1, k2) => k` (floats: ordered, except `!=` which is true on NaN).
+//!   `idiv` truncates toward zero and `rem` takes the dividend's sign (`MIN // -1` wraps to
+//!   `MIN`, `MIN % -1` is 0); a shift amount is unsigned and shifting by the width or more
+//!   leaves 0 (or the sign). Floats are computed in the dtype's precision: `fp64` in `f64`,
+//!   `fp32` in `f32`, `fp16`/`bf16` in `f32` rounded once to the dtype; `idiv` is
+//!   `floor(a / b)`, `rem` is `fmod`, `min`/`max` propagate NaN and put `-0.0` below `+0.0`.
+//! - `cmp(k1, k2) => k` (floats: false on NaN, except `!=`).
 //! - `cmp(arange(s, e), k) => splat(k')` when every lane compares the same way.
 //! - `unary(k1) => k`, `cast(k1) => k`, `bitcast(k1) => k`: float to int truncates toward
 //!   zero and saturates (NaN gives 0); a cast to `int1` is `!= 0` (NaN gives true), as in
-//!   Triton; int to float rounds to nearest even.
+//!   Triton; int to float and float to float round to nearest even, once.
 //! - `select(k, a, b) => a` if `k` is true, `b` otherwise.
 //! - `reduce max/min(splat(k)) => k`; `reduce sum(splat(k)) => k * n` on integers.
 //! - `if k { A } else { B } => A` (or `B`) inlined, the `if`'s results replaced by the
 //!   values the taken region yields.
 //!
-//! It does NOT fold: integer division or remainder by zero, nor `MIN // -1` and
-//! `MIN % -1` (they trap or are undefined at run time, and must stay as the program wrote
-//! them); shifts by a negative amount or by at least the width; `min`/`max` of `+0.0` and
-//! `-0.0` (which zero wins is the backend's choice); float `reduce sum` (the summation order
-//! is the tiling's choice); int to `fp16`/`bf16` casts of magnitudes above 2^53 (rounding
-//! twice); `bitcast`s of `fp16`/`bf16` or giving NaN; `pow` on integers; `for` or `while`
-//! with constant trip counts; `arange` itself. It leaves the constants it consumed for
-//! `dce`.
+//! It does NOT fold: integer division or remainder by zero (a run-time error, which must
+//! stay where the program put it); float `reduce sum` (its rounding depends on the
+//! summation order); `bitcast`s giving NaN (the payload need not survive); `pow` on
+//! integers; `for` or `while` with constant trip counts; `arange` itself. It leaves the
+//! constants it consumed for `dce` and the duplicate constants it creates for `cse`.
+//!
+//! Casts to `fp16`/`bf16` round once from the exact value, where the interpreter's
+//! `DType::round_float` (the `half` crate) rounds `f64` to `fp16` through `f32` and
+//! truncates to `bf16` first: the two differ on rare `fp64` inputs, and this is the IEEE
+//! result.
 
 use lnc_bir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, UnOp};
 
@@ -98,8 +103,16 @@ fn taken_branch(func: &Function, inst: Inst, regions: &mut Vec<Region>) -> Optio
 
 /// Moves the instructions of `region` before the `if` it belongs to and replaces the `if`'s
 /// results by what the region yields.
-fn inline_region(func: &Function, inst: Inst, region: Region, out: &mut Vec<Inst>, subst: &mut Subst) {
-    let Some((&term, body)) = region.insts.split_last() else { return };
+fn inline_region(
+    func: &Function,
+    inst: Inst,
+    region: Region,
+    out: &mut Vec<Inst>,
+    subst: &mut Subst,
+) {
+    let Some((&term, body)) = region.insts.split_last() else {
+        return;
+    };
     out.extend_from_slice(body);
     let yielded = &func.insts[term].args;
     for (&r, &y) in func.insts[inst].results.iter().zip(yielded) {
@@ -125,7 +138,13 @@ fn fold_inst(func: &Function, inst: Inst) -> Option<Folded> {
     match data.opcode {
         Opcode::Binary(op) => {
             let d = operand_dtype(0)?;
-            eval_binary(op, d, lanes_const(func, args[0])?, lanes_const(func, args[1])?).map(Folded::Const)
+            eval_binary(
+                op,
+                d,
+                lanes_const(func, args[0])?,
+                lanes_const(func, args[1])?,
+            )
+            .map(Folded::Const)
         }
         Opcode::Cmp(op) => {
             let d = operand_dtype(0)?;
@@ -137,15 +156,27 @@ fn fold_inst(func: &Function, inst: Inst) -> Option<Folded> {
             };
             Some(Folded::Const(Const::Int(flag as i64)))
         }
-        Opcode::Unary(op) => eval_unary(op, operand_dtype(0)?, lanes_const(func, args[0])?).map(Folded::Const),
-        Opcode::Cast => {
-            eval_cast(operand_dtype(0)?, ty.num_dtype()?, lanes_const(func, args[0])?).map(Folded::Const)
+        Opcode::Unary(op) => {
+            eval_unary(op, operand_dtype(0)?, lanes_const(func, args[0])?).map(Folded::Const)
         }
-        Opcode::Bitcast => {
-            eval_bitcast(operand_dtype(0)?, ty.num_dtype()?, lanes_const(func, args[0])?).map(Folded::Const)
-        }
+        Opcode::Cast => eval_cast(
+            operand_dtype(0)?,
+            ty.num_dtype()?,
+            lanes_const(func, args[0])?,
+        )
+        .map(Folded::Const),
+        Opcode::Bitcast => eval_bitcast(
+            operand_dtype(0)?,
+            ty.num_dtype()?,
+            lanes_const(func, args[0])?,
+        )
+        .map(Folded::Const),
         Opcode::Select => {
-            let pick = if lanes_int(func, args[0])? != 0 { args[1] } else { args[2] };
+            let pick = if lanes_int(func, args[0])? != 0 {
+                args[1]
+            } else {
+                args[2]
+            };
             if func.ty(pick) == ty {
                 Some(Folded::Value(pick))
             } else {
@@ -179,10 +210,16 @@ fn cmp_arange(
     range: lnc_bir::Value,
     k: lnc_bir::Value,
 ) -> Option<bool> {
-    let Some(Opcode::Arange { start, end }) = def_opcode(func, range) else { return None };
+    let Some(Opcode::Arange { start, end }) = def_opcode(func, range) else {
+        return None;
+    };
     let k = d.wrap_int(lanes_int(func, k)?);
     // Lanes must be the dtype's own values for the integer order to match the lanes' order.
-    if !d.is_signed() || end <= start || d.wrap_int(start) != start || d.wrap_int(end - 1) != end - 1 {
+    if !d.is_signed()
+        || end <= start
+        || d.wrap_int(start) != start
+        || d.wrap_int(end - 1) != end - 1
+    {
         return None;
     }
     let first = eval_cmp(op, d, Const::Int(start), Const::Int(k))?;
@@ -210,7 +247,9 @@ pub(crate) fn mirror(op: CmpOp) -> CmpOp {
 pub fn eval_binary(op: BinOp, d: DType, a: Const, b: Const) -> Option<Const> {
     match (a, b) {
         (Const::Int(x), Const::Int(y)) if d.is_int() => int_binary(op, d, x, y).map(Const::Int),
-        (Const::Float(x), Const::Float(y)) if d.is_float() => float_binary(op, d, x, y).map(Const::Float),
+        (Const::Float(x), Const::Float(y)) if d.is_float() => {
+            float_binary(op, d, x, y).map(Const::Float)
+        }
         _ => None,
     }
 }
@@ -225,30 +264,26 @@ fn int_binary(op: BinOp, d: DType, x: i64, y: i64) -> Option<i64> {
         BinOp::Add => x.wrapping_add(y),
         BinOp::Sub => x.wrapping_sub(y),
         BinOp::Mul => x.wrapping_mul(y),
-        BinOp::IDiv | BinOp::Rem => {
-            let min = d.wrap_int(1i64.wrapping_shl(d.bits() - 1));
-            if y == 0 || (signed && x == min && y == -1) {
-                return None;
-            }
-            match (op, signed) {
-                (BinOp::IDiv, true) => x / y,
-                (BinOp::IDiv, false) => (ux / uy) as i64,
-                (_, true) => x % y,
-                (_, false) => (ux % uy) as i64,
-            }
-        }
+        BinOp::IDiv | BinOp::Rem if y == 0 => return None,
+        // `MIN // -1` wraps to `MIN` and `MIN % -1` is 0, as the interpreter defines them.
+        BinOp::IDiv if signed => x.wrapping_div(y),
+        BinOp::IDiv => (ux / uy) as i64,
+        BinOp::Rem if signed => x.wrapping_rem(y),
+        BinOp::Rem => (ux % uy) as i64,
         BinOp::And => x & y,
         BinOp::Or => x | y,
         BinOp::Xor => x ^ y,
         BinOp::Shl | BinOp::Shr => {
-            if (signed && y < 0) || uy >= d.bits() as u64 {
-                return None;
-            }
-            let s = uy as u32;
+            // The amount is an unsigned number of the operand's width; shifting by the
+            // width or more shifts every bit out (the sign fills a signed `shr`).
+            let amount = uy & (u64::MAX >> (64 - d.bits()));
+            let out = amount >= d.bits() as u64;
             match (op, signed) {
-                (BinOp::Shl, _) => x.wrapping_shl(s),
-                (_, true) => x >> s,
-                (_, false) => (ux >> s) as i64,
+                (BinOp::Shl, _) if out => 0,
+                (BinOp::Shl, _) => x.wrapping_shl(amount as u32),
+                (_, true) => x >> amount.min(63),
+                (_, false) if out => 0,
+                (_, false) => (ux >> amount) as i64,
             }
         }
         BinOp::Min if signed => x.min(y),
@@ -261,17 +296,15 @@ fn int_binary(op: BinOp, d: DType, x: i64, y: i64) -> Option<i64> {
 }
 
 fn float_binary(op: BinOp, d: DType, x: f64, y: f64) -> Option<f64> {
-    if op == BinOp::IDiv {
-        // The floor applies to the quotient as rounded to the dtype.
-        return float_binary(BinOp::Div, d, x, y).map(f64::floor);
-    }
     match d {
         DType::F64 => f64_binary(op, x, y),
         DType::F32 => f32_binary(op, x as f32, y as f32).map(f64::from),
         // Both operands are exact in f32, and f32 carries more than twice the precision of
         // these formats plus two bits, so rounding the f32 result once more is exact for
         // + - * /; for the others it is what a runtime computing in f32 gets.
-        DType::F16 | DType::BF16 => f32_binary(op, x as f32, y as f32).map(|r| round_float(d, r as f64)),
+        DType::F16 | DType::BF16 => {
+            f32_binary(op, x as f32, y as f32).map(|r| round_float(d, r as f64))
+        }
         _ => None,
     }
 }
@@ -284,19 +317,14 @@ macro_rules! float_ops {
                 BinOp::Sub => x - y,
                 BinOp::Mul => x * y,
                 BinOp::Div => x / y,
+                BinOp::IDiv => (x / y).floor(),
                 BinOp::Rem => x % y,
                 BinOp::Pow => x.powf(y),
-                BinOp::Min | BinOp::Max => {
-                    if x.is_nan() || y.is_nan() {
-                        x + y
-                    } else if x == y && x.is_sign_negative() != y.is_sign_negative() {
-                        return None;
-                    } else if (op == BinOp::Min) == (x < y) {
-                        x
-                    } else {
-                        y
-                    }
-                }
+                // IEEE 754-2019 `minimum`/`maximum`: NaN wins, and -0.0 is below +0.0.
+                BinOp::Min | BinOp::Max if x.is_nan() || y.is_nan() => <$t>::NAN,
+                BinOp::Min if x < y || (x == y && x.is_sign_negative()) => x,
+                BinOp::Max if x > y || (x == y && x.is_sign_positive()) => x,
+                BinOp::Min | BinOp::Max => y,
                 _ => return None,
             })
         }
@@ -330,7 +358,11 @@ pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
     match (a, b) {
         (Const::Int(x), Const::Int(y)) if d.is_int() => {
             let (x, y) = (d.wrap_int(x), d.wrap_int(y));
-            let ord = if d.is_signed() { x.cmp(&y) } else { (x as u64).cmp(&(y as u64)) };
+            let ord = if d.is_signed() {
+                x.cmp(&y)
+            } else {
+                (x as u64).cmp(&(y as u64))
+            };
             Some(match op {
                 CmpOp::Eq => ord == Ordering::Equal,
                 CmpOp::Ne => ord != Ordering::Equal,
@@ -391,20 +423,20 @@ pub fn eval_cast(from: DType, to: DType, a: Const) -> Option<Const> {
                 // extension the conversion performs before truncating to `to`.
                 return Some(Const::Int(to.wrap_int(x)));
             }
-            let unsigned64 = from == DType::U64;
-            Some(Const::Float(match to {
-                DType::F64 if unsigned64 => (x as u64) as f64,
-                DType::F64 => x as f64,
-                DType::F32 if unsigned64 => (x as u64) as f32 as f64,
-                DType::F32 => x as f32 as f64,
-                _ => {
-                    let exact = if unsigned64 { (x as u64) as f64 } else { x as f64 };
-                    if exact.abs() > 9007199254740992.0 {
-                        return None;
-                    }
-                    round_float(to, exact)
-                }
-            }))
+            let (negative, mag) = if from.is_signed() && x < 0 {
+                (true, x.unsigned_abs())
+            } else {
+                (false, x as u64)
+            };
+            let m = match to {
+                DType::F64 => mag as f64,
+                DType::F32 => mag as f32 as f64,
+                _ => round_float(
+                    to,
+                    round_to_bits(mag, if to == DType::F16 { 11 } else { 8 }),
+                ),
+            };
+            Some(Const::Float(if negative { -m } else { m }))
         }
         Const::Float(x) if from.is_float() => Some(match to {
             _ if to.is_float() => Const::Float(round_float(to, x)),
@@ -423,6 +455,23 @@ pub fn eval_cast(from: DType, to: DType, a: Const) -> Option<Const> {
     }
 }
 
+/// `mag` rounded to nearest even with `bits` significant bits, as an exact `f64`: one
+/// rounding from the integer, where going through `f64` or `f32` would round twice.
+fn round_to_bits(mag: u64, bits: u32) -> f64 {
+    let len = 64 - mag.leading_zeros();
+    if len <= bits {
+        return mag as f64;
+    }
+    let shift = len - bits;
+    let (q, rest, half) = (mag >> shift, mag & ((1 << shift) - 1), 1u64 << (shift - 1));
+    let q = if rest > half || (rest == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    };
+    q as f64 * 2f64.powi(shift as i32)
+}
+
 /// Reinterpretation of the bits of a constant of dtype `from` as dtype `to`.
 pub fn eval_bitcast(from: DType, to: DType, a: Const) -> Option<Const> {
     if from.bits() != to.bits() {
@@ -430,15 +479,20 @@ pub fn eval_bitcast(from: DType, to: DType, a: Const) -> Option<Const> {
     }
     let bits = match (a, from) {
         (Const::Int(x), _) if from.is_int() => from.wrap_int(x) as u64,
+        // Constants are exact in their dtype, so these conversions do not round.
+        (Const::Float(x), DType::F16) => half::f16::from_f64(x).to_bits() as u64,
+        (Const::Float(x), DType::BF16) => half::bf16::from_f64(x).to_bits() as u64,
         (Const::Float(x), DType::F32) => (x as f32).to_bits() as u64,
         (Const::Float(x), DType::F64) => x.to_bits(),
         _ => return None,
     };
     let r = match to {
         _ if to.is_int() => Const::Int(to.wrap_int(bits as i64)),
+        DType::F16 => Const::Float(half::f16::from_bits(bits as u16).to_f64()),
+        DType::BF16 => Const::Float(half::bf16::from_bits(bits as u16).to_f64()),
         DType::F32 => Const::Float(f32::from_bits(bits as u32) as f64),
         DType::F64 => Const::Float(f64::from_bits(bits)),
-        _ => return None,
+        _ => unreachable!("every dtype is an integer or one of the floats above"),
     };
     // A NaN's payload need not survive the trip through `f64` and back.
     match r {

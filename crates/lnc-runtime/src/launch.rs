@@ -234,10 +234,11 @@ impl ScratchArea {
                 layout: None,
             });
         }
-        if let Some(area) = CACHED_SCRATCH.take() {
-            if area.layout.is_some_and(|l| l.size() >= bytes) {
-                return Ok(area);
-            }
+        // A cached area too small is freed here.
+        if let Some(area) = CACHED_SCRATCH.take()
+            && area.layout.is_some_and(|l| l.size() >= bytes)
+        {
+            return Ok(area);
         }
         let layout = Layout::from_size_align(bytes, SCRATCH_ALIGN)
             .map_err(|_| LaunchError::ScratchAlloc(bytes))?;
@@ -349,7 +350,7 @@ mod tests {
         unsafe {
             let out = *args as *mut u32;
             let flat = *pid + *nprog * (*pid.add(1) + *nprog.add(1) * *pid.add(2));
-            if flat != 0 && flat % 7 == 0 {
+            if flat != 0 && flat.is_multiple_of(7) {
                 (*ctx).fault = Fault {
                     site: 3,
                     arg: 0,
@@ -371,7 +372,7 @@ mod tests {
     ) -> u32 {
         unsafe {
             let scratch = (*ctx).scratch as *mut u32;
-            if scratch as usize % SCRATCH_ALIGN != 0 {
+            if !(scratch as usize).is_multiple_of(SCRATCH_ALIGN) {
                 return 7;
             }
             for k in 0..256 {

@@ -367,11 +367,18 @@ enum RawError {
     /// opening quotes.
     Unterminated { open: usize, triple: bool },
     /// A malformed escape sequence, `at..at+len` relative to the token start.
-    BadEscape { at: usize, len: usize, message: &'static str },
+    BadEscape {
+        at: usize,
+        len: usize,
+        message: &'static str,
+    },
     /// A bytes literal with a non-ASCII character at `at` (relative).
     NonAsciiBytes { at: usize },
     /// A malformed number.
-    BadNumber { message: &'static str, help: &'static str },
+    BadNumber {
+        message: &'static str,
+        help: &'static str,
+    },
     /// F-strings nested beyond [`MAX_FSTRING_DEPTH`].
     FStringTooDeep,
 }
@@ -398,7 +405,10 @@ enum Raw {
     Float(f64),
     #[regex(r"((?&float)|(?&digits))[jJ]")]
     Imaginary,
-    #[regex(r#"([rRuUfFbBtT]|[bB][rR]|[rR][bB]|[fF][rR]|[rR][fF]|[tT][rR]|[rR][tT])?["']"#, lex_string)]
+    #[regex(
+        r#"([rRuUfFbBtT]|[bB][rR]|[rR][bB]|[fF][rR]|[rR][fF]|[tT][rR]|[rR][tT])?["']"#,
+        lex_string
+    )]
     Str(StrLit),
 
     #[token("(")]
@@ -560,8 +570,7 @@ impl Raw {
 fn lex_decimal(lex: &mut logos::Lexer<'_, Raw>) -> Result<Option<u64>, RawError> {
     let text = lex.slice();
     // CPython rejects `0123` (it would be octal in Python 2) but accepts `000`.
-    if text.len() > 1 && text.starts_with('0') && text.bytes().any(|b| (b'1'..=b'9').contains(&b))
-    {
+    if text.len() > 1 && text.starts_with('0') && text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
         return Err(RawError::BadNumber {
             message: "leading zeros in decimal integer literals are not permitted",
             help: "use an `0o` prefix for octal integers",
@@ -592,7 +601,10 @@ fn lex_float(lex: &mut logos::Lexer<'_, Raw>) -> Result<f64, RawError> {
 fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
     let open = lex.slice();
     let quote = open.as_bytes().last().copied().unwrap_or(b'"');
-    let prefix = open.get(..open.len().saturating_sub(1)).unwrap_or("").to_ascii_lowercase();
+    let prefix = open
+        .get(..open.len().saturating_sub(1))
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let raw = prefix.contains('r');
     let kind = if prefix.contains('b') {
         StrKind::Bytes
@@ -608,7 +620,11 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
     let scanned = scan_string(
         rest.as_bytes(),
         body_start,
-        StrShape { quote, triple, format: kind == StrKind::Format },
+        StrShape {
+            quote,
+            triple,
+            format: kind == StrKind::Format,
+        },
         0,
     );
     match scanned {
@@ -621,13 +637,19 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
             } else if raw {
                 normalize_newlines(body)
             } else {
-                decode_escapes(body, kind == StrKind::Bytes)
-                    .map_err(|(at, len, message)| {
-                        RawError::BadEscape { at: open_len + at, len, message }
-                    })?
+                decode_escapes(body, kind == StrKind::Bytes).map_err(|(at, len, message)| {
+                    RawError::BadEscape {
+                        at: open_len + at,
+                        len,
+                        message,
+                    }
+                })?
             };
             if kind == StrKind::Bytes
-                && let Some(at) = body.char_indices().find(|(_, c)| !c.is_ascii()).map(|(i, _)| i)
+                && let Some(at) = body
+                    .char_indices()
+                    .find(|(_, c)| !c.is_ascii())
+                    .map(|(i, _)| i)
             {
                 return Err(RawError::NonAsciiBytes { at: open_len + at });
             }
@@ -635,7 +657,10 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
         }
         Err(ScanError::Unterminated(stop)) => {
             lex.bump(stop.min(rest.len()));
-            Err(RawError::Unterminated { open: open_len, triple })
+            Err(RawError::Unterminated {
+                open: open_len,
+                triple,
+            })
         }
         Err(ScanError::TooDeep(stop)) => {
             lex.bump(stop.min(rest.len()));
@@ -664,7 +689,9 @@ enum ScanError {
 fn scan_string(s: &[u8], mut i: usize, shape: StrShape, depth: usize) -> Result<usize, ScanError> {
     let at = |i: usize| s.get(i).copied();
     loop {
-        let Some(c) = at(i) else { return Err(ScanError::Unterminated(i)) };
+        let Some(c) = at(i) else {
+            return Err(ScanError::Unterminated(i));
+        };
         match c {
             b'\\' => {
                 // Even in raw strings a backslash keeps the next quote from closing the
@@ -714,7 +741,9 @@ fn scan_replacement_field(
     let at = |i: usize| s.get(i).copied();
     let mut brackets = 0usize;
     loop {
-        let Some(c) = at(i) else { return Err(ScanError::Unterminated(i)) };
+        let Some(c) = at(i) else {
+            return Err(ScanError::Unterminated(i));
+        };
         match c {
             b'(' | b'[' | b'{' => {
                 brackets += 1;
@@ -782,7 +811,9 @@ fn scan_format_spec(
 ) -> Result<usize, ScanError> {
     let at = |i: usize| s.get(i).copied();
     loop {
-        let Some(c) = at(i) else { return Err(ScanError::Unterminated(i)) };
+        let Some(c) = at(i) else {
+            return Err(ScanError::Unterminated(i));
+        };
         match c {
             b'{' => i = scan_replacement_field(s, i + 1, shape, depth + 1)?,
             b'}' => return Ok(i + 1),
@@ -867,7 +898,11 @@ fn decode_escapes(body: &str, bytes: bool) -> Result<String, (usize, usize, &'st
                     }
                 }
                 if e == 'U' && value > 0x10FFFF {
-                    return Err((i, 2 + n, "escape sequence is not a valid Unicode code point"));
+                    return Err((
+                        i,
+                        2 + n,
+                        "escape sequence is not a valid Unicode code point",
+                    ));
                 }
                 // Lone surrogates are legal in Python strings but not in Rust ones.
                 out.push(char::from_u32(value).unwrap_or('\u{FFFD}'));
@@ -888,7 +923,11 @@ fn decode_escapes(body: &str, bytes: bool) -> Result<String, (usize, usize, &'st
 /// an inconsistent dedent, tabs and spaces mixed ambiguously, an unclosed or mismatched
 /// bracket.
 pub fn tokenize(src: &str) -> Result<Vec<Token>, Diagnostic> {
-    let bom = if src.starts_with('\u{FEFF}') { '\u{FEFF}'.len_utf8() } else { 0 };
+    let bom = if src.starts_with('\u{FEFF}') {
+        '\u{FEFF}'.len_utf8()
+    } else {
+        0
+    };
     let body = src.get(bom..).unwrap_or("");
     let mut st = Indenter::new(src);
     st.line_begin = bom;
@@ -931,7 +970,10 @@ impl<'a> Indenter<'a> {
     }
 
     fn emit(&mut self, kind: TokenKind, start: usize, end: usize) {
-        self.out.push(Token { kind, span: Span::new(start, end) });
+        self.out.push(Token {
+            kind,
+            span: Span::new(start, end),
+        });
     }
 
     fn push(&mut self, raw: Raw, start: usize, end: usize) -> Result<(), Diagnostic> {
@@ -975,9 +1017,13 @@ impl<'a> Indenter<'a> {
     /// `1abc` lexes as `1` then `abc`; CPython rejects it, and so do we, but keywords may
     /// follow a number directly (`1if x else 2` is legal).
     fn check_adjacent_number(&self, kind: &TokenKind, start: usize) -> Result<(), Diagnostic> {
-        let Some(prev) = self.out.last() else { return Ok(()) };
-        let prev_is_number =
-            matches!(prev.kind, TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary);
+        let Some(prev) = self.out.last() else {
+            return Ok(());
+        };
+        let prev_is_number = matches!(
+            prev.kind,
+            TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary
+        );
         let next_is_word = matches!(
             kind,
             TokenKind::Name(_) | TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary
@@ -1090,15 +1136,21 @@ impl<'a> Indenter<'a> {
             }
             let &(top, alt_top) = self.levels.last().unwrap_or(&(0, 0));
             if col != top {
-                let outer: Vec<String> = self.levels.iter().map(|(c, _)| c.to_string()).collect();
+                let mut outer: Vec<String> =
+                    self.levels.iter().map(|(c, _)| c.to_string()).collect();
+                let last = outer.pop().unwrap_or_default();
+                let outer = if outer.is_empty() {
+                    last
+                } else {
+                    format!("{} or {last}", outer.join(", "))
+                };
                 return Err(Diagnostic::error(
                     "unindent does not match any outer indentation level",
                     ws,
                     format!("this line is indented by {col} columns"),
                 )
                 .with_note(format!(
-                    "the enclosing blocks are indented by {} columns",
-                    outer.join(", ")
+                    "the enclosing blocks are indented by {outer} columns"
                 ))
                 .with_help("indent it exactly like one of the enclosing blocks"));
             }
@@ -1132,7 +1184,10 @@ impl<'a> Indenter<'a> {
     fn raw_error(&self, e: RawError, start: usize, end: usize) -> Diagnostic {
         match e {
             RawError::BadChar => self.bad_char(start),
-            RawError::Unterminated { open, triple: false } => Diagnostic::error(
+            RawError::Unterminated {
+                open,
+                triple: false,
+            } => Diagnostic::error(
                 "unterminated string literal",
                 Span::new(start, start + open),
                 "this string is never closed",
@@ -1143,7 +1198,9 @@ impl<'a> Indenter<'a> {
             ),
             RawError::Unterminated { open, triple: true } => {
                 let quotes = self.src.get(start..start + open).unwrap_or("\"\"\"");
-                let q = quotes.get(quotes.len().saturating_sub(3)..).unwrap_or("\"\"\"");
+                let q = quotes
+                    .get(quotes.len().saturating_sub(3)..)
+                    .unwrap_or("\"\"\"");
                 Diagnostic::error(
                     "unterminated triple-quoted string literal",
                     Span::new(start, start + open),
@@ -1151,9 +1208,11 @@ impl<'a> Indenter<'a> {
                 )
                 .with_note(format!("the file ends before a closing `{q}`"))
             }
-            RawError::BadEscape { at, len, message } => {
-                Diagnostic::error(message, Span::new(start + at, start + at + len), "in this escape")
-            }
+            RawError::BadEscape { at, len, message } => Diagnostic::error(
+                message,
+                Span::new(start + at, start + at + len),
+                "in this escape",
+            ),
             RawError::NonAsciiBytes { at } => {
                 let len = self
                     .src
@@ -1179,7 +1238,11 @@ impl<'a> Indenter<'a> {
     }
 
     fn bad_char(&self, start: usize) -> Diagnostic {
-        let c = self.src.get(start..).and_then(|s| s.chars().next()).unwrap_or('\0');
+        let c = self
+            .src
+            .get(start..)
+            .and_then(|s| s.chars().next())
+            .unwrap_or('\0');
         let span = Span::new(start, start + c.len_utf8());
         match c {
             '\\' => Diagnostic::error(

@@ -7,7 +7,7 @@
 //! interpreting it.
 //!
 //! The stages are [`lexer::tokenize`] (the whole file, with Python's indentation rules)
-//! then [`parser::parse_tokens`]. [`print`] dumps the tree for `--emit ast` and snapshot
+//! then [`parser::parse_tokens`]. [`print`](mod@print) dumps the tree for `--emit ast` and snapshot
 //! tests; [`unsupported`] turns the Python constructs kernels cannot use, which the
 //! parser keeps as `Unsupported` nodes, into diagnostics.
 #![deny(missing_docs)]
@@ -27,5 +27,9 @@ pub use print::{dump_file, dump_function};
 pub fn parse_file(file: &lnc_diag::SourceFile) -> Result<ast::File, Vec<lnc_diag::Diagnostic>> {
     let tokens = lexer::tokenize(&file.text).map_err(|d| vec![d])?;
     let (parsed, diags) = parser::parse_tokens(&file.text, &tokens);
-    if diags.is_empty() { Ok(parsed) } else { Err(diags) }
+    if diags.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(diags)
+    }
 }

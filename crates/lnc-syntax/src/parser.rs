@@ -29,7 +29,13 @@ pub const MAX_DEPTH: usize = 200;
 /// Diagnostics are boxed so that `Result`s stay small on the deep recursive paths.
 type PResult<T> = Result<T, Box<Diagnostic>>;
 
-static EOF: Token = Token { kind: TokenKind::EndMarker, span: Span { start: 0, end: 0 } };
+/// Positional and keyword arguments of a call.
+type CallArgs = (Vec<Expr>, Vec<(Ident, Expr)>);
+
+static EOF: Token = Token {
+    kind: TokenKind::EndMarker,
+    span: Span { start: 0, end: 0 },
+};
 
 /// Parses the jit functions of a token stream (from [`lexer::tokenize`] on `src`) and
 /// skips everything else at top level.
@@ -38,6 +44,42 @@ static EOF: Token = Token { kind: TokenKind::EndMarker, span: Span { start: 0, e
 /// parser resumes at the next top-level statement), plus indentation errors found while
 /// skipping host code.
 pub fn parse_tokens(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
+    with_parser_stack(|| parse_module(src, tokens))
+}
+
+/// Stack for the parser: unoptimised builds spend about 16 KiB of stack per bracket
+/// level, so the [`lexer::MAX_BRACKET_DEPTH`] levels allowed need more than the 2 MiB
+/// that test and worker threads get by default.
+const PARSER_STACK: usize = 32 << 20;
+
+/// Runs `f` on a thread with [`PARSER_STACK`] bytes of stack (on this one if no thread
+/// can be spawned), so that the depth limits hold whatever thread the caller is on.
+fn with_parser_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let job = std::sync::Mutex::new(Some(f));
+    let run = || job.lock().ok().and_then(|mut j| j.take()).map(|f| f());
+    let spawned = std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .name("lnc-parser".into())
+            .stack_size(PARSER_STACK)
+            .spawn_scoped(s, run)
+            .ok()?;
+        match handle.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    match spawned {
+        Some(r) => r,
+        None => match run() {
+            Some(r) => r,
+            // The job is taken only by a thread that ran it to completion or panicked,
+            // and a panic was re-raised above.
+            None => unreachable!("parser job ran without a result"),
+        },
+    }
+}
+
+fn parse_module(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
     let mut p = Parser::new(src, tokens);
     let mut functions = Vec::new();
     let mut diags = Vec::new();
@@ -73,17 +115,19 @@ pub fn parse_tokens(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
 /// tools; kernels go through [`crate::parse_file`].
 pub fn parse_expression(src: &str) -> Result<Expr, Vec<Diagnostic>> {
     let tokens = lexer::tokenize(src).map_err(|d| vec![d])?;
-    let mut p = Parser::new(src, &tokens);
-    let result = p.star_expressions().and_then(|e| {
-        if matches!(p.kind(), TokenKind::Newline) {
-            p.bump();
-        }
-        match p.kind() {
-            TokenKind::EndMarker => Ok(e),
-            _ => Err(p.expected("end of input")),
-        }
-    });
-    result.map_err(|d| vec![*d])
+    with_parser_stack(|| {
+        let mut p = Parser::new(src, &tokens);
+        let result = p.star_expressions().and_then(|e| {
+            if matches!(p.kind(), TokenKind::Newline) {
+                p.bump();
+            }
+            match p.kind() {
+                TokenKind::EndMarker => Ok(e),
+                _ => Err(p.expected("end of input")),
+            }
+        });
+        result.map_err(|d| vec![*d])
+    })
 }
 
 struct Parser<'a> {
@@ -180,12 +224,22 @@ fn check_target(e: &Expr) -> PResult<()> {
 }
 
 fn is_single_target(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Subscript { .. })
+    matches!(
+        e.kind,
+        ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Subscript { .. }
+    )
 }
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str, toks: &'a [Token]) -> Self {
-        Parser { src, toks, pos: 0, prev_end: 0, level: 0, depth: 0 }
+        Parser {
+            src,
+            toks,
+            pos: 0,
+            prev_end: 0,
+            level: 0,
+            depth: 0,
+        }
     }
 
     // ---- token access ----
@@ -201,7 +255,9 @@ impl<'a> Parser<'a> {
 
     fn nth(&self, n: usize) -> &'a TokenKind {
         let toks: &'a [Token] = self.toks;
-        toks.get(self.pos + n).or(toks.last()).map_or(&EOF.kind, |t| &t.kind)
+        toks.get(self.pos + n)
+            .or(toks.last())
+            .map_or(&EOF.kind, |t| &t.kind)
     }
 
     fn span(&self) -> Span {
@@ -247,7 +303,10 @@ impl<'a> Parser<'a> {
 
     /// The span from `start` to the end of the last consumed token.
     fn since(&self, start: Span) -> Span {
-        Span { start: start.start, end: self.prev_end.max(start.start) }
+        Span {
+            start: start.start,
+            end: self.prev_end.max(start.start),
+        }
     }
 
     fn text(&self, span: Span) -> &'a str {
@@ -277,9 +336,18 @@ impl<'a> Parser<'a> {
         if t.kind == TokenKind::Indent {
             return Box::new(unexpected_indent(t.span));
         }
+        // A missing token at the end of a line is best shown right after the last token,
+        // not after a trailing comment or on the next line.
+        let span = match t.kind {
+            TokenKind::Newline | TokenKind::EndMarker => Span {
+                start: self.prev_end,
+                end: self.prev_end,
+            },
+            _ => t.span,
+        };
         let mut d = Diagnostic::error(
             format!("expected {what}, found {}", t.kind),
-            t.span,
+            span,
             format!("expected {what}"),
         );
         if let TokenKind::Keyword(kw @ (Keyword::Else | Keyword::Elif)) = t.kind {
@@ -292,7 +360,11 @@ impl<'a> Parser<'a> {
 
     fn expect_op(&mut self, op: Op) -> PResult<Span> {
         let span = self.span();
-        if self.eat_op(op) { Ok(span) } else { Err(self.expected(&format!("`{op}`"))) }
+        if self.eat_op(op) {
+            Ok(span)
+        } else {
+            Err(self.expected(&format!("`{op}`")))
+        }
     }
 
     /// Expects the `:` that ends a compound statement's header line.
@@ -330,7 +402,10 @@ impl<'a> Parser<'a> {
         match self.kind() {
             TokenKind::Name(n) => {
                 let span = self.bump().span;
-                Ok(Ident { name: n.clone(), span })
+                Ok(Ident {
+                    name: n.clone(),
+                    span,
+                })
             }
             _ => Err(self.expected(what)),
         }
@@ -349,7 +424,9 @@ impl<'a> Parser<'a> {
                 name.push_str(n);
                 self.bump();
                 while self.is_op(Op::Dot) {
-                    let TokenKind::Name(n) = self.nth(1) else { break };
+                    let TokenKind::Name(n) = self.nth(1) else {
+                        break;
+                    };
                     name.push('.');
                     name.push_str(n);
                     self.bump();
@@ -460,7 +537,13 @@ impl<'a> Parser<'a> {
         }
         self.expect_colon("`def`")?;
         let body = self.block("function definition", def)?;
-        Ok(FunctionDef { name, decorators, params, body, span: self.since(def) })
+        Ok(FunctionDef {
+            name,
+            decorators,
+            params,
+            body,
+            span: self.since(def),
+        })
     }
 
     fn params(&mut self, open: Span) -> PResult<Vec<Param>> {
@@ -505,8 +588,16 @@ impl<'a> Parser<'a> {
                             .with_label(prev.name.span, "first declared here"),
                         ));
                     }
-                    let annotation = if self.eat_op(Op::Colon) { Some(self.test()?) } else { None };
-                    let default = if self.eat_op(Op::Assign) { Some(self.test()?) } else { None };
+                    let annotation = if self.eat_op(Op::Colon) {
+                        Some(self.test()?)
+                    } else {
+                        None
+                    };
+                    let default = if self.eat_op(Op::Assign) {
+                        Some(self.test()?)
+                    } else {
+                        None
+                    };
                     if default.is_none()
                         && !keyword_only
                         && let Some(prev) = params.last().filter(|p| p.default.is_some())
@@ -521,7 +612,12 @@ impl<'a> Parser<'a> {
                         ));
                     }
                     let span = self.since(name.span);
-                    params.push(Param { name, annotation, default, span });
+                    params.push(Param {
+                        name,
+                        annotation,
+                        default,
+                        span,
+                    });
                 }
                 _ => return Err(self.expected("a parameter name")),
             }
@@ -622,13 +718,20 @@ impl<'a> Parser<'a> {
     fn looks_like_match(&self) -> bool {
         let rest = self.toks.get(self.pos..).unwrap_or(&[]);
         let Some(nl) = rest.iter().position(|t| {
-            matches!(t.kind, TokenKind::Newline | TokenKind::EndMarker | TokenKind::Indent)
+            matches!(
+                t.kind,
+                TokenKind::Newline | TokenKind::EndMarker | TokenKind::Indent
+            )
         }) else {
             return false;
         };
         nl >= 2
-            && rest.get(nl - 1).is_some_and(|t| t.kind == TokenKind::Op(Op::Colon))
-            && rest.get(nl + 1).is_some_and(|t| t.kind == TokenKind::Indent)
+            && rest
+                .get(nl - 1)
+                .is_some_and(|t| t.kind == TokenKind::Op(Op::Colon))
+            && rest
+                .get(nl + 1)
+                .is_some_and(|t| t.kind == TokenKind::Indent)
     }
 
     /// Parses over a compound statement kernels do not support (its block and, for
@@ -647,7 +750,10 @@ impl<'a> Parser<'a> {
         if let Some(d) = diags.into_iter().next() {
             return Err(Box::new(d));
         }
-        Ok(Stmt { kind: StmtKind::Unsupported(what), span: self.since(start) })
+        Ok(Stmt {
+            kind: StmtKind::Unsupported(what),
+            span: self.since(start),
+        })
     }
 
     fn simple_statements(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
@@ -716,13 +822,21 @@ impl<'a> Parser<'a> {
             }
             TokenKind::Keyword(Keyword::Return) => {
                 self.bump();
-                let value = if self.starts_expr() { Some(self.star_expressions()?) } else { None };
+                let value = if self.starts_expr() {
+                    Some(self.star_expressions()?)
+                } else {
+                    None
+                };
                 StmtKind::Return(value)
             }
             TokenKind::Keyword(Keyword::Assert) => {
                 self.bump();
                 let test = self.test()?;
-                let msg = if self.eat_op(Op::Comma) { Some(self.test()?) } else { None };
+                let msg = if self.eat_op(Op::Comma) {
+                    Some(self.test()?)
+                } else {
+                    None
+                };
                 StmtKind::Assert { test, msg }
             }
             TokenKind::Keyword(Keyword::Import | Keyword::From) => {
@@ -755,12 +869,41 @@ impl<'a> Parser<'a> {
             }
             _ => return self.expr_statement(),
         };
-        Ok(Stmt { kind, span: self.since(start) })
+        Ok(Stmt {
+            kind,
+            span: self.since(start),
+        })
     }
 
     fn expr_statement(&mut self) -> PResult<Stmt> {
         let start = self.span();
         let first = self.assign_value()?;
+        let aug = match *self.kind() {
+            TokenKind::Op(op) => aug_op(op).map(|bin| (op, bin)),
+            _ => None,
+        };
+        if let Some((op, bin)) = aug {
+            if !is_single_target(&first) {
+                return Err(Box::new(
+                    Diagnostic::error(
+                        format!("invalid target for augmented assignment `{op}`"),
+                        first.span,
+                        format!("this is {}", describe(&first)),
+                    )
+                    .with_help("the target must be a name, an attribute or a subscript"),
+                ));
+            }
+            self.bump();
+            let value = self.assign_value()?;
+            return Ok(Stmt {
+                kind: StmtKind::AugAssign {
+                    target: first,
+                    op: bin,
+                    value,
+                },
+                span: self.since(start),
+            });
+        }
         let kind = match self.kind() {
             TokenKind::Op(Op::Colon) => {
                 if !is_single_target(&first) {
@@ -772,24 +915,16 @@ impl<'a> Parser<'a> {
                 }
                 self.bump();
                 let annotation = self.test()?;
-                let value = if self.eat_op(Op::Assign) { Some(self.assign_value()?) } else { None };
-                StmtKind::AnnAssign { target: first, annotation, value }
-            }
-            &TokenKind::Op(op) if aug_op(op).is_some() => {
-                if !is_single_target(&first) {
-                    return Err(Box::new(
-                        Diagnostic::error(
-                            format!("invalid target for augmented assignment `{op}`"),
-                            first.span,
-                            format!("this is {}", describe(&first)),
-                        )
-                        .with_help("the target must be a name, an attribute or a subscript"),
-                    ));
+                let value = if self.eat_op(Op::Assign) {
+                    Some(self.assign_value()?)
+                } else {
+                    None
+                };
+                StmtKind::AnnAssign {
+                    target: first,
+                    annotation,
+                    value,
                 }
-                self.bump();
-                let value = self.assign_value()?;
-                let op = aug_op(op).unwrap_or(BinOp::Add);
-                StmtKind::AugAssign { target: first, op, value }
             }
             TokenKind::Op(Op::Assign) => {
                 check_target(&first)?;
@@ -801,17 +936,27 @@ impl<'a> Parser<'a> {
                         check_target(&rhs)?;
                         targets.push(rhs);
                     } else {
-                        break StmtKind::Assign { targets, value: rhs };
+                        break StmtKind::Assign {
+                            targets,
+                            value: rhs,
+                        };
                     }
                 }
             }
             _ => StmtKind::Expr(first),
         };
-        Ok(Stmt { kind, span: self.since(start) })
+        Ok(Stmt {
+            kind,
+            span: self.since(start),
+        })
     }
 
     fn assign_value(&mut self) -> PResult<Expr> {
-        if self.is_kw(Keyword::Yield) { self.yield_expr() } else { self.star_expressions() }
+        if self.is_kw(Keyword::Yield) {
+            self.yield_expr()
+        } else {
+            self.star_expressions()
+        }
     }
 
     /// `if`/`elif`/`else`, built bottom-up so a long `elif` chain costs no recursion.
@@ -840,9 +985,16 @@ impl<'a> Parser<'a> {
             if let Some(inner) = stmt.take() {
                 orelse = vec![inner];
             }
-            let span = Span { start: start.start, end: end.max(start.start) };
+            let span = Span {
+                start: start.start,
+                end: end.max(start.start),
+            };
             stmt = Some(Stmt {
-                kind: StmtKind::If { cond, body, orelse: std::mem::take(&mut orelse) },
+                kind: StmtKind::If {
+                    cond,
+                    body,
+                    orelse: std::mem::take(&mut orelse),
+                },
                 span,
             });
         }
@@ -864,7 +1016,10 @@ impl<'a> Parser<'a> {
         self.expect_colon("`while`")?;
         let body = self.block("`while` statement", start)?;
         let orelse = self.else_clause()?;
-        Ok(Stmt { kind: StmtKind::While { cond, body, orelse }, span: self.since(start) })
+        Ok(Stmt {
+            kind: StmtKind::While { cond, body, orelse },
+            span: self.since(start),
+        })
     }
 
     fn for_stmt(&mut self) -> PResult<Stmt> {
@@ -877,7 +1032,15 @@ impl<'a> Parser<'a> {
         self.expect_colon("`for`")?;
         let body = self.block("`for` statement", start)?;
         let orelse = self.else_clause()?;
-        Ok(Stmt { kind: StmtKind::For { target, iter, body, orelse }, span: self.since(start) })
+        Ok(Stmt {
+            kind: StmtKind::For {
+                target,
+                iter,
+                body,
+                orelse,
+            },
+            span: self.since(start),
+        })
     }
 
     /// A `for` target: `i`, `a, b`, `(a, b)`, parsed at `|` precedence so that `in`
@@ -893,7 +1056,10 @@ impl<'a> Parser<'a> {
                 }
                 elts.push(self.star_or(|p| p.binary(1))?);
             }
-            Expr { kind: ExprKind::Tuple(elts), span: self.since(start) }
+            Expr {
+                kind: ExprKind::Tuple(elts),
+                span: self.since(start),
+            }
         } else {
             first
         };
@@ -950,7 +1116,10 @@ impl<'a> Parser<'a> {
             }
             elts.push(self.star_or(Self::test)?);
         }
-        Ok(Expr { kind: ExprKind::Tuple(elts), span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Tuple(elts),
+            span: self.since(start),
+        })
     }
 
     /// `*operand` (unsupported) or whatever `rest` parses.
@@ -960,18 +1129,22 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.binary(1)?;
-        Ok(Expr { kind: ExprKind::Unsupported("starred expression"), span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Unsupported("starred expression"),
+            span: self.since(start),
+        })
     }
 
     /// An expression where Python allows `name := value`.
     fn named_expr(&mut self) -> PResult<Expr> {
-        if matches!(self.kind(), TokenKind::Name(_))
-            && *self.nth(1) == TokenKind::Op(Op::Walrus)
-        {
+        if matches!(self.kind(), TokenKind::Name(_)) && *self.nth(1) == TokenKind::Op(Op::Walrus) {
             let start = self.bump().span;
             self.bump();
             self.test()?;
-            return Ok(Expr { kind: ExprKind::Unsupported("walrus"), span: self.since(start) });
+            return Ok(Expr {
+                kind: ExprKind::Unsupported("walrus"),
+                span: self.since(start),
+            });
         }
         self.test()
     }
@@ -1030,7 +1203,10 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         self.test()?;
-        Ok(Expr { kind: ExprKind::Unsupported("lambda"), span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Unsupported("lambda"),
+            span: self.since(start),
+        })
     }
 
     fn bool_op(
@@ -1048,7 +1224,10 @@ impl<'a> Parser<'a> {
         while self.eat_kw(kw) {
             values.push(operand(self)?);
         }
-        Ok(Expr { kind: ExprKind::BoolOp { op, values }, span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::BoolOp { op, values },
+            span: self.since(start),
+        })
     }
 
     fn or_test(&mut self) -> PResult<Expr> {
@@ -1069,7 +1248,10 @@ impl<'a> Parser<'a> {
         self.depth -= 1;
         let operand = operand?;
         Ok(Expr {
-            kind: ExprKind::Unary { op: UnaryOp::Not, operand: Box::new(operand) },
+            kind: ExprKind::Unary {
+                op: UnaryOp::Not,
+                operand: Box::new(operand),
+            },
             span: self.since(start),
         })
     }
@@ -1112,7 +1294,11 @@ impl<'a> Parser<'a> {
             return Ok(first);
         }
         Ok(Expr {
-            kind: ExprKind::Compare { first: Box::new(first), ops, rest },
+            kind: ExprKind::Compare {
+                first: Box::new(first),
+                ops,
+                rest,
+            },
             span: self.since(start),
         })
     }
@@ -1133,7 +1319,11 @@ impl<'a> Parser<'a> {
             self.bump();
             let rhs = self.binary(prec + 1)?;
             lhs = Expr {
-                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
+                kind: ExprKind::Binary {
+                    op,
+                    lhs: Box::new(lhs),
+                    rhs: Box::new(rhs),
+                },
                 span: self.since(start),
             };
         }
@@ -1153,7 +1343,13 @@ impl<'a> Parser<'a> {
         let operand = self.unary();
         self.depth -= 1;
         let operand = operand?;
-        Ok(Expr { kind: ExprKind::Unary { op, operand: Box::new(operand) }, span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span: self.since(start),
+        })
     }
 
     /// `primary ** unary`: right-associative, and tighter than a unary operator on its
@@ -1164,9 +1360,16 @@ impl<'a> Parser<'a> {
         if !self.eat_op(Op::DoubleStar) {
             return Ok(base);
         }
-        let exp = self.unary()?;
+        self.enter()?;
+        let exp = self.unary();
+        self.depth -= 1;
+        let exp = exp?;
         Ok(Expr {
-            kind: ExprKind::Binary { op: BinOp::Pow, lhs: Box::new(base), rhs: Box::new(exp) },
+            kind: ExprKind::Binary {
+                op: BinOp::Pow,
+                lhs: Box::new(base),
+                rhs: Box::new(exp),
+            },
             span: self.since(start),
         })
     }
@@ -1177,7 +1380,10 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.primary()?;
-        Ok(Expr { kind: ExprKind::Unsupported("await"), span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Unsupported("await"),
+            span: self.since(start),
+        })
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -1189,29 +1395,42 @@ impl<'a> Parser<'a> {
                 TokenKind::Op(Op::Dot) => {
                     self.bump();
                     let attr = self.ident("an attribute name")?;
-                    ExprKind::Attribute { value: Box::new(e), attr }
+                    ExprKind::Attribute {
+                        value: Box::new(e),
+                        attr,
+                    }
                 }
                 TokenKind::Op(Op::LParen) => {
                     let open = self.bump().span;
                     let (args, kwargs) = self.call_args(open)?;
-                    ExprKind::Call { func: Box::new(e), args, kwargs }
+                    ExprKind::Call {
+                        func: Box::new(e),
+                        args,
+                        kwargs,
+                    }
                 }
                 TokenKind::Op(Op::LBracket) => {
                     let open = self.bump().span;
                     let items = self.subscript_items(open)?;
-                    ExprKind::Subscript { value: Box::new(e), items }
+                    ExprKind::Subscript {
+                        value: Box::new(e),
+                        items,
+                    }
                 }
                 _ => break,
             };
             self.enter()?;
             nested += 1;
-            e = Expr { kind, span: self.since(start) };
+            e = Expr {
+                kind,
+                span: self.since(start),
+            };
         }
         self.depth -= nested;
         Ok(e)
     }
 
-    fn call_args(&mut self, open: Span) -> PResult<(Vec<Expr>, Vec<(Ident, Expr)>)> {
+    fn call_args(&mut self, open: Span) -> PResult<CallArgs> {
         let mut args = Vec::new();
         let mut kwargs: Vec<(Ident, Expr)> = Vec::new();
         loop {
@@ -1224,10 +1443,16 @@ impl<'a> Parser<'a> {
                     let what = if *op == Op::Star { "*args" } else { "**kwargs" };
                     self.bump();
                     self.test()?;
-                    args.push(Expr { kind: ExprKind::Unsupported(what), span: self.since(start) });
+                    args.push(Expr {
+                        kind: ExprKind::Unsupported(what),
+                        span: self.since(start),
+                    });
                 }
                 TokenKind::Name(n) if *self.nth(1) == TokenKind::Op(Op::Assign) => {
-                    let name = Ident { name: n.clone(), span: start };
+                    let name = Ident {
+                        name: n.clone(),
+                        span: start,
+                    };
                     self.bump();
                     self.bump();
                     let value = self.test()?;
@@ -1306,15 +1531,25 @@ impl<'a> Parser<'a> {
         };
         self.bump();
         let bound_ends = |p: &Self| {
-            matches!(p.kind(), TokenKind::Op(Op::Colon | Op::Comma | Op::RBracket))
+            matches!(
+                p.kind(),
+                TokenKind::Op(Op::Colon | Op::Comma | Op::RBracket)
+            )
         };
-        let upper = if bound_ends(self) { None } else { Some(Box::new(self.test()?)) };
+        let upper = if bound_ends(self) {
+            None
+        } else {
+            Some(Box::new(self.test()?))
+        };
         let step = if self.eat_op(Op::Colon) && !bound_ends(self) {
             Some(Box::new(self.test()?))
         } else {
             None
         };
-        Ok(Expr { kind: ExprKind::Slice { lower, upper, step }, span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Slice { lower, upper, step },
+            span: self.since(start),
+        })
     }
 
     /// Moves to the bracket that closes the innermost open one, without consuming it.
@@ -1344,7 +1579,10 @@ impl<'a> Parser<'a> {
         } else if self.starts_expr() {
             self.star_expressions()?;
         }
-        Ok(Expr { kind: ExprKind::Unsupported("yield"), span: self.since(start) })
+        Ok(Expr {
+            kind: ExprKind::Unsupported("yield"),
+            span: self.since(start),
+        })
     }
 
     fn atom(&mut self) -> PResult<Expr> {
@@ -1392,13 +1630,19 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         let kind = unsupported.map_or(ExprKind::Str(value), ExprKind::Unsupported);
-        Expr { kind, span: self.since(start) }
+        Expr {
+            kind,
+            span: self.since(start),
+        }
     }
 
     fn paren(&mut self) -> PResult<Expr> {
         let open = self.bump().span;
         if self.eat_op(Op::RParen) {
-            return Ok(Expr { kind: ExprKind::Tuple(Vec::new()), span: self.since(open) });
+            return Ok(Expr {
+                kind: ExprKind::Tuple(Vec::new()),
+                span: self.since(open),
+            });
         }
         if self.is_kw(Keyword::Yield) {
             let e = self.yield_expr()?;
@@ -1426,13 +1670,19 @@ impl<'a> Parser<'a> {
             elts.push(self.star_or(Self::named_expr)?);
         }
         self.close(Op::RParen, open)?;
-        Ok(Expr { kind: ExprKind::Tuple(elts), span: self.since(open) })
+        Ok(Expr {
+            kind: ExprKind::Tuple(elts),
+            span: self.since(open),
+        })
     }
 
     fn list(&mut self) -> PResult<Expr> {
         let open = self.bump().span;
         if self.eat_op(Op::RBracket) {
-            return Ok(Expr { kind: ExprKind::List(Vec::new()), span: self.since(open) });
+            return Ok(Expr {
+                kind: ExprKind::List(Vec::new()),
+                span: self.since(open),
+            });
         }
         let first = self.star_or(Self::named_expr)?;
         if self.is_kw(Keyword::For) || self.is_kw(Keyword::Async) {
@@ -1451,7 +1701,10 @@ impl<'a> Parser<'a> {
             elts.push(self.star_or(Self::named_expr)?);
         }
         self.close(Op::RBracket, open)?;
-        Ok(Expr { kind: ExprKind::List(elts), span: self.since(open) })
+        Ok(Expr {
+            kind: ExprKind::List(elts),
+            span: self.since(open),
+        })
     }
 
     /// `{…}`: dicts and sets are all unsupported, so the contents are skipped at token
@@ -1486,11 +1739,18 @@ impl<'a> Parser<'a> {
             (true, false) => "dict display",
             (false, false) => "set display",
         };
-        Expr { kind: ExprKind::Unsupported(what), span: self.since(open) }
+        Expr {
+            kind: ExprKind::Unsupported(what),
+            span: self.since(open),
+        }
     }
 }
 
 fn unexpected_indent(span: Span) -> Diagnostic {
-    Diagnostic::error("unexpected indent", span, "this line is indented more than the one above")
-        .with_help("only the lines after one ending in `:` start an indented block")
+    Diagnostic::error(
+        "unexpected indent",
+        span,
+        "this line is indented more than the one above",
+    )
+    .with_help("only the lines after one ending in `:` start an indented block")
 }

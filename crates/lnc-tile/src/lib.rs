@@ -1,1 +1,104 @@
-//! Tiling passes of lnc: block IR to loop IR.
+//! # Tiling: block IR to loop IR
+//!
+//! A block of the block IR is an *iteration space*, not an array. This crate decides, per
+//! kernel, which loops run over those spaces and what each loop computes, and builds the
+//! loop IR for that plan:
+//!
+//! - Scalars (rank-0 values) become scalar instructions in program order.
+//! - Every *sink* — a reduction of a block to a scalar, a store or atomic of a block, an
+//!   assert on a block — consumes its block inside a loop over tiles of `lanes` elements
+//!   (the last axis vectorized, outer axes as scalar loops). The elementwise DAG that
+//!   feeds the sink is computed per tile in that loop: nothing between a load and its
+//!   sink is ever stored ([`eval`](crate::eval)).
+//! - Consecutive sinks over the same space share one loop when that keeps the program's
+//!   meaning: no sink may need a scalar computed from another sink of the loop, memory
+//!   written by one sink must not be read or written at other positions by another, and
+//!   instructions with memory effects keep their order ([`fusion`](crate::fusion)).
+//! - A block read by several loops is recomputed when it is pure arithmetic and kept in a
+//!   per-program scratch buffer when it holds a load (so memory is read once and later
+//!   stores cannot change it), an atomic's result or a reduction of a block. Blocks
+//!   carried through `for`/`while`/`if` live in scratch buffers too.
+//! - Each access's addressing comes from its offset's affine form `base + stride·lane`
+//!   ([`affine`](crate::affine)): stride 1 is a contiguous vector access, anything else a
+//!   gather; each access names the pointer argument it derives from
+//!   ([`provenance`](crate::provenance)) for bounds checks.
+//!
+//! Masks stay data (lane masks on accesses); turning `offs < N` into a loop bound plus a
+//! tail, several accumulators per reduction and unrolling are later passes.
+//!
+//! The pipeline is [`lower`]: provenance → uses → scheduling and emission → dead-code
+//! removal. What cannot be tiled is a [`TileError`] pointing at the source.
+
+mod affine;
+mod dce;
+mod emit;
+mod eval;
+mod fusion;
+mod provenance;
+mod scalar;
+mod uses;
+
+use lnc_diag::{Diagnostic, Span};
+
+/// Options of the tiling passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileOptions {
+    /// Elements per tile, a power of two (4: one 128-bit vector of `fp32`). A block whose
+    /// last axis is shorter uses that length.
+    pub lanes: u8,
+}
+
+impl Default for TileOptions {
+    fn default() -> Self {
+        TileOptions { lanes: 4 }
+    }
+}
+
+/// Something in a kernel that the tiling passes cannot lower.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TileError {
+    /// Where in the source.
+    pub span: Span,
+    /// What is not supported, in the user's terms.
+    pub message: String,
+}
+
+impl TileError {
+    pub(crate) fn new(span: Span, message: impl Into<String>) -> TileError {
+        TileError {
+            span,
+            message: message.into(),
+        }
+    }
+
+    /// The error as a source diagnostic.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(
+            self.message.clone(),
+            self.span,
+            "cannot be compiled for the CPU",
+        )
+    }
+}
+
+/// Lowers a specialized kernel from block IR to loop IR.
+pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Function, TileError> {
+    if !(1..=64).contains(&opts.lanes) || !opts.lanes.is_power_of_two() {
+        let span = f.body.insts.first().map_or(Span::DUMMY, |&i| f.span(i));
+        return Err(TileError::new(
+            span,
+            format!("{} lanes per tile: expected a power of two from 1 to 64", opts.lanes),
+        ));
+    }
+    let prov = provenance::analyze(f)?;
+    let uses = uses::analyze(f);
+    let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
+    dce::run(&mut lir);
+    if cfg!(debug_assertions)
+        && let Err(e) = lnc_lir::verify(&lir)
+    {
+        panic!("the tiling of `{}` built invalid loop IR (a compiler bug):\n{e}", f.name);
+    }
+    Ok(lir)
+}

@@ -199,7 +199,7 @@ impl Kernel {
                 let span = site.map(|s| s.span).unwrap_or_default();
                 let (line, col) = self.file.line_col(span.start);
                 let location = format!("{}:{line}:{col}", self.file.name);
-                if status == Status::AssertFailed as u32 {
+                if status == Status::AssertFailed {
                     return Err(Error::AssertFailed { kernel: self.name.clone(), location, pid });
                 }
                 let param = self

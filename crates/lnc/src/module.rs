@@ -128,6 +128,14 @@ impl Module {
         Ok(kernel)
     }
 
+    /// The block IR of kernel `name` specialized on `signature`, straight from the front
+    /// end (before optimization): what the reference interpreter runs.
+    pub fn block_ir(&self, name: &str, signature: &str) -> Result<lnc_bir::Function> {
+        let sig = self.signature(name, signature)?;
+        self.function(name)?;
+        lnc_front::lower_kernel(&self.file, &self.ast, name, &sig).map_err(|d| Error::source(&self.file, d))
+    }
+
     /// Runs the pipeline for the dumps asked for (what `lnc compile --emit` prints).
     pub fn dump(&self, name: &str, signature: &str, req: &DumpRequest) -> Result<Vec<Dump>> {
         let sig = self.signature(name, signature)?;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lnc_diag::{Diagnostic, SourceFile};
+use lnc_diag::SourceFile;
 use lnc_front::Signature;
 use lnc_syntax::ast;
 
@@ -140,10 +140,8 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes, ..Default::default() };
-    let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| {
-        Error::source(file, vec![Diagnostic::error(e.to_string(), e.span(), "cannot be tiled")])
-    })?;
+    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes };
+    let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
     timings.tile = t.elapsed();
     if opts.verify {
         lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;

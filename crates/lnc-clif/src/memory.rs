@@ -1,0 +1,662 @@
+//! Loads, stores, atomics, scratch buffers and the bounds checks of safe launches.
+//!
+//! A contiguous tile whose lanes are all enabled is one vector access per part (one
+//! range check in checked mode). Otherwise every lane is its own access behind a branch
+//! on its mask bit, so a disabled lane is never touched, not even read: that is what
+//! lets a mask guard a ragged tail at the very end of a buffer.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, MemFlagsData, Type, Value, types};
+use lnc_lir::{self as lir, Addressing, AtomicOp, DType, Ty};
+use lnc_runtime::abi::ctx_offsets;
+
+use crate::base::{ArgBounds, FunctionCx, block_args, data_flags};
+use crate::num;
+use crate::value::{self, CVal, Tile};
+use crate::{CodegenError, base};
+
+/// The address operands of an access.
+#[derive(Clone, Copy)]
+pub(crate) struct Access {
+    pub(crate) ptr: lir::Value,
+    pub(crate) offset: lir::Value,
+    pub(crate) addr: Addressing,
+    pub(crate) site: u32,
+}
+
+/// Which atomic instruction.
+pub(crate) enum AtomicKind {
+    Rmw(AtomicOp),
+    Cas,
+}
+
+fn invalid(msg: impl Into<String>) -> CodegenError {
+    CodegenError::InvalidIr(msg.into())
+}
+
+/// The pointee dtype of a pointer operand.
+fn pointee(fx: &FunctionCx, ptr: lir::Value) -> Result<DType, CodegenError> {
+    match fx.f.ty(ptr) {
+        Ty::Ptr(d) => Ok(d),
+        ty => Err(invalid(format!("{ptr}: {ty} used as a pointer"))),
+    }
+}
+
+/// `base + index * size` with `index` extended to 64 bits by its signedness.
+fn element_address(fx: &mut FunctionCx, base: Value, index: Value, index_dtype: DType, size: u32) -> Value {
+    let index = num::int_to_i64(&mut fx.bcx, index_dtype, index);
+    let scaled = if size == 1 { index } else { fx.bcx.ins().ishl_imm_u(index, size.trailing_zeros() as i64) };
+    fx.bcx.ins().iadd(base, scaled)
+}
+
+pub(crate) fn codegen_ptr_add(
+    fx: &mut FunctionCx,
+    ptr: lir::Value,
+    offset: lir::Value,
+) -> Result<CVal, CodegenError> {
+    let d = pointee(fx, ptr)?;
+    let base = fx.scalar(ptr)?;
+    let index = fx.scalar(offset)?;
+    let od = fx.f.ty(offset).dtype();
+    Ok(CVal::Scalar(element_address(fx, base, index, od, d.size())))
+}
+
+/// In checked mode, branches to the out-of-bounds exit unless the `lanes` consecutive
+/// elements of `size` bytes at `addr` lie inside the bounds of the site's argument. The
+/// fault names the first element outside.
+fn check_range(
+    fx: &mut FunctionCx,
+    site: u32,
+    addr: Value,
+    lanes: u32,
+    size: u32,
+) -> Result<(), CodegenError> {
+    let s = fx.site(site)?;
+    if !fx.opts.checked {
+        return Ok(());
+    }
+    let ArgBounds { base, origin, span } = *fx
+        .checked_args
+        .get(&s.arg)
+        .ok_or_else(|| invalid(format!("site {site} was not seen before code generation")))?;
+    let bytes = (lanes * size) as i64;
+    // One unsigned comparison: `addr - origin` wraps to a huge number below the range,
+    // and the limit is 0 when not even one access fits. The limit is loop-invariant.
+    let limit = fx.bcx.ins().iadd_imm_s(span, 1 - bytes);
+    let zero = fx.bcx.ins().iconst(types::I64, 0);
+    let limit = fx.bcx.ins().smax(limit, zero);
+    let rel = fx.bcx.ins().isub(addr, origin);
+    let bad = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel, limit);
+    let cont = fx.bcx.create_block();
+    let fail = fx.bcx.create_block();
+    fx.bcx.set_cold_block(fail);
+    // The failure edge first: Cranelift's LICM walks the dominator tree in reverse
+    // post-order and loses track of the enclosing loop after visiting a block outside
+    // it, so the in-loop continuation must come first in that order.
+    fx.bcx.ins().brif(bad, fail, &[], cont, &[]);
+
+    fx.bcx.switch_to_block(fail);
+    let off = fx.bcx.ins().isub(addr, base);
+    let shift = size.trailing_zeros() as i64;
+    let mut elem = fx.bcx.ins().sshr_imm_u(off, shift);
+    if lanes > 1 {
+        // Below `lo`: lane 0. Otherwise the first lane reaching past `hi`.
+        let lo = fx.bcx.ins().isub(origin, base);
+        let hi = fx.bcx.ins().iadd(lo, span);
+        let room = fx.bcx.ins().isub(hi, off);
+        let k = fx.bcx.ins().sshr_imm_u(room, shift);
+        let last = fx.bcx.ins().iconst(types::I64, lanes as i64 - 1);
+        let k = fx.bcx.ins().smax(k, zero);
+        let k = fx.bcx.ins().smin(k, last);
+        let below = fx.bcx.ins().icmp(IntCC::SignedLessThan, off, lo);
+        let k = fx.bcx.ins().select(below, zero, k);
+        elem = fx.bcx.ins().iadd(elem, k);
+    }
+    let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
+    let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
+    let oob = fx.oob_block();
+    fx.bcx.ins().jump(oob, &block_args(&[site_v, arg_v, elem]));
+    fx.bcx.switch_to_block(cont);
+    Ok(())
+}
+
+/// Runs `body` only when `mask` (an `i8`) is non-zero; the value `body` returns, or
+/// `other` when the mask is zero, is the result.
+fn guarded(
+    fx: &mut FunctionCx,
+    mask: Option<Value>,
+    other: Option<Value>,
+    body: impl FnOnce(&mut FunctionCx) -> Result<Option<Value>, CodegenError>,
+) -> Result<Option<Value>, CodegenError> {
+    let Some(mask) = mask else { return body(fx) };
+    let on = fx.bcx.create_block();
+    let join = fx.bcx.create_block();
+    let result = other.map(|o| {
+        let ty = fx.bcx.func.dfg.value_type(o);
+        fx.bcx.append_block_param(join, ty)
+    });
+    let other_args: Vec<Value> = other.into_iter().collect();
+    fx.bcx.ins().brif(mask, on, &[], join, &block_args(&other_args));
+    fx.bcx.switch_to_block(on);
+    let v = body(fx)?;
+    let v: Vec<Value> = v.into_iter().collect();
+    if v.len() != other_args.len() {
+        return Err(invalid("a masked access yields no value for its masked-off lanes"));
+    }
+    fx.bcx.ins().jump(join, &block_args(&v));
+    fx.bcx.switch_to_block(join);
+    Ok(result)
+}
+
+/// Loads one scalar of `d` (`i1`: a byte, normalized to 0 or 1).
+fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i32) -> Result<Value, CodegenError> {
+    let ty = value::scalar_type(d)?;
+    let v = fx.bcx.ins().load(ty, data_flags(), addr, offset);
+    Ok(if d == DType::I1 { fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, v, 0) } else { v })
+}
+
+/// Loads `lanes` consecutive elements at `addr` in the canonical form.
+fn load_full(fx: &mut FunctionCx, d: DType, lanes: u8, addr: Value) -> Result<Tile, CodegenError> {
+    let per = value::canonical_per(d, lanes)?;
+    if d == DType::I1 || per == 1 {
+        let mut ls = Vec::with_capacity(lanes as usize);
+        for k in 0..lanes as i32 {
+            ls.push(load_scalar(fx, d, addr, k * d.size() as i32)?);
+        }
+        return value::from_lanes(&mut fx.bcx, d, per, &ls);
+    }
+    let ty = value::part_type(d, per)?;
+    let parts =
+        (0..(lanes / per) as i32).map(|j| fx.bcx.ins().load(ty, data_flags(), addr, j * 16)).collect();
+    Ok(Tile { per, parts })
+}
+
+/// Stores the lanes of `t` at `addr`, consecutive.
+fn store_full(fx: &mut FunctionCx, d: DType, t: &Tile, addr: Value) -> Result<(), CodegenError> {
+    if d == DType::I1 || t.per == 1 {
+        for (k, l) in value::lanes(&mut fx.bcx, d, t).into_iter().enumerate() {
+            fx.bcx.ins().store(data_flags(), l, addr, k as i32 * d.size() as i32);
+        }
+        return Ok(());
+    }
+    for (j, &p) in t.parts.iter().enumerate() {
+        fx.bcx.ins().store(data_flags(), p, addr, j as i32 * 16);
+    }
+    Ok(())
+}
+
+/// The mask operand: `None` (all lanes), one `i8` for every lane, or a tile.
+enum Mask {
+    All,
+    Scalar(Value),
+    Tile(Tile),
+}
+
+fn mask_of(fx: &mut FunctionCx, mask: Option<lir::Value>) -> Result<Mask, CodegenError> {
+    Ok(match mask {
+        None => Mask::All,
+        Some(m) => match fx.val(m)? {
+            CVal::Scalar(s) => Mask::Scalar(s),
+            CVal::Tile(t) => Mask::Tile(t),
+        },
+    })
+}
+
+/// The mask bit of each of `lanes` lanes (`None`: enabled).
+fn mask_lanes(fx: &mut FunctionCx, mask: &Mask, lanes: usize) -> Vec<Option<Value>> {
+    match mask {
+        Mask::All => vec![None; lanes],
+        Mask::Scalar(s) => vec![Some(*s); lanes],
+        Mask::Tile(t) => value::lanes(&mut fx.bcx, DType::I1, t).into_iter().map(Some).collect(),
+    }
+}
+
+/// The address of every lane of a tile access.
+fn lane_addresses(fx: &mut FunctionCx, a: Access, d: DType, lanes: u8) -> Result<Vec<Value>, CodegenError> {
+    let base = fx.scalar(a.ptr)?;
+    let od = fx.f.ty(a.offset).dtype();
+    match a.addr {
+        Addressing::Scalar => Err(invalid("a tile access with scalar addressing")),
+        Addressing::Contiguous => {
+            let index = fx.scalar(a.offset)?;
+            let start = element_address(fx, base, index, od, d.size());
+            Ok((0..lanes as i64)
+                .map(|k| if k == 0 { start } else { fx.bcx.ins().iadd_imm_s(start, k * d.size() as i64) })
+                .collect())
+        }
+        Addressing::Gather => {
+            let offsets = fx.tile(a.offset, lanes)?;
+            let offsets = value::lanes(&mut fx.bcx, od, &offsets);
+            if offsets.len() != lanes as usize {
+                return Err(invalid("gather offsets and data have different lane counts"));
+            }
+            Ok(offsets.into_iter().map(|o| element_address(fx, base, o, od, d.size())).collect())
+        }
+    }
+}
+
+pub(crate) fn codegen_load(
+    fx: &mut FunctionCx,
+    a: Access,
+    mask: Option<lir::Value>,
+    other: Option<lir::Value>,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
+    let d = pointee(fx, a.ptr)?;
+    if ty.dtype() != d {
+        return Err(invalid(format!("a load of {ty} through a pointer to {d}")));
+    }
+    let mask = mask_of(fx, mask)?;
+    let Ty::Tile(_, lanes) = ty else {
+        if a.addr != Addressing::Scalar {
+            return Err(invalid("a scalar load must use scalar addressing"));
+        }
+        let base = fx.scalar(a.ptr)?;
+        let index = fx.scalar(a.offset)?;
+        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let other = match other {
+            Some(o) => fx.scalar(o)?,
+            None => base::const_scalar(&mut fx.bcx, lir::Const::Int(0), d)?,
+        };
+        let m = match mask {
+            Mask::All => None,
+            Mask::Scalar(m) => Some(m),
+            Mask::Tile(_) => return Err(invalid("a scalar load with a tile mask")),
+        };
+        let v = guarded(fx, m, Some(other), |fx| {
+            check_range(fx, a.site, addr, 1, d.size())?;
+            load_scalar(fx, d, addr, 0).map(Some)
+        })?;
+        return Ok(CVal::Scalar(v.expect("guarded returns a value with `other`")));
+    };
+    let per = value::canonical_per(d, lanes)?;
+    let result_types = value::canonical_types(ty)?;
+
+    if a.addr == Addressing::Contiguous {
+        let base = fx.scalar(a.ptr)?;
+        let index = fx.scalar(a.offset)?;
+        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let all = match &mask {
+            Mask::All => None,
+            Mask::Scalar(m) => Some(*m),
+            Mask::Tile(t) => Some(num::all_true(&mut fx.bcx, t)),
+        };
+        let Some(all) = all else {
+            check_range(fx, a.site, addr, lanes as u32, d.size())?;
+            return Ok(CVal::Tile(load_full(fx, d, lanes, addr)?));
+        };
+        // Every lane enabled: the vector path; otherwise lane by lane.
+        let full = fx.bcx.create_block();
+        let partial = fx.bcx.create_block();
+        let merge = fx.bcx.create_block();
+        for &t in &result_types {
+            fx.bcx.append_block_param(merge, t);
+        }
+        fx.bcx.ins().brif(all, full, &[], partial, &[]);
+        fx.bcx.switch_to_block(full);
+        check_range(fx, a.site, addr, lanes as u32, d.size())?;
+        let t = load_full(fx, d, lanes, addr)?;
+        fx.bcx.ins().jump(merge, &block_args(&t.parts));
+        fx.bcx.switch_to_block(partial);
+        let t = match mask {
+            // One bit for every lane, and it is off: nothing to read.
+            Mask::Scalar(_) => other_tile(fx, d, lanes, other)?,
+            _ => load_lanes(fx, a, d, lanes, &mask, other)?,
+        };
+        let t = value::rechunk(&mut fx.bcx, d, &t, per)?;
+        fx.bcx.ins().jump(merge, &block_args(&t.parts));
+        fx.bcx.switch_to_block(merge);
+        return Ok(CVal::Tile(Tile { per, parts: fx.bcx.block_params(merge).to_vec() }));
+    }
+    let t = load_lanes(fx, a, d, lanes, &mask, other)?;
+    Ok(CVal::Tile(value::rechunk(&mut fx.bcx, d, &t, per)?))
+}
+
+/// The `other` operand of a masked load as a tile (zeros when absent).
+fn other_tile(
+    fx: &mut FunctionCx,
+    d: DType,
+    lanes: u8,
+    other: Option<lir::Value>,
+) -> Result<Tile, CodegenError> {
+    match other {
+        Some(o) => fx.tile(o, lanes),
+        None => {
+            let zero = base::const_scalar(&mut fx.bcx, lir::Const::Int(0), d)?;
+            value::splat(&mut fx.bcx, d, lanes, value::canonical_per(d, lanes)?, zero)
+        }
+    }
+}
+
+/// A tile load lane by lane, each lane guarded by its mask bit.
+fn load_lanes(
+    fx: &mut FunctionCx,
+    a: Access,
+    d: DType,
+    lanes: u8,
+    mask: &Mask,
+    other: Option<lir::Value>,
+) -> Result<Tile, CodegenError> {
+    let addrs = lane_addresses(fx, a, d, lanes)?;
+    let bits = mask_lanes(fx, mask, lanes as usize);
+    let others = match other {
+        Some(o) => {
+            let t = fx.tile(o, lanes)?;
+            value::lanes(&mut fx.bcx, d, &t)
+        }
+        None => vec![base::const_scalar(&mut fx.bcx, lir::Const::Int(0), d)?; lanes as usize],
+    };
+    if others.len() != lanes as usize {
+        return Err(invalid("`other` and the loaded tile have different lane counts"));
+    }
+    let mut out = Vec::with_capacity(lanes as usize);
+    for k in 0..lanes as usize {
+        let addr = addrs[k];
+        let v = guarded(fx, bits[k], Some(others[k]), |fx| {
+            check_range(fx, a.site, addr, 1, d.size())?;
+            load_scalar(fx, d, addr, 0).map(Some)
+        })?;
+        out.push(v.expect("guarded returns a value with `other`"));
+    }
+    Ok(Tile { per: 1, parts: out })
+}
+
+pub(crate) fn codegen_store(
+    fx: &mut FunctionCx,
+    a: Access,
+    val: lir::Value,
+    mask: Option<lir::Value>,
+) -> Result<(), CodegenError> {
+    let d = pointee(fx, a.ptr)?;
+    let vty = fx.f.ty(val);
+    if vty.dtype() != d {
+        return Err(invalid(format!("a store of {vty} through a pointer to {d}")));
+    }
+    let mask = mask_of(fx, mask)?;
+    let lanes = match (&mask, vty, a.addr) {
+        (_, Ty::Tile(_, l), _) => l,
+        (Mask::Tile(t), _, _) => (t.parts.len() * t.per as usize) as u8,
+        (_, _, Addressing::Gather) => fx.f.ty(a.offset).lanes(),
+        _ => 1,
+    };
+    if a.addr == Addressing::Scalar {
+        if vty.is_tile() {
+            return Err(invalid("a tile store with scalar addressing"));
+        }
+        let base = fx.scalar(a.ptr)?;
+        let index = fx.scalar(a.offset)?;
+        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let v = fx.scalar(val)?;
+        let m = match mask {
+            Mask::All => None,
+            Mask::Scalar(m) => Some(m),
+            Mask::Tile(_) => return Err(invalid("a scalar store with a tile mask")),
+        };
+        guarded(fx, m, None, |fx| {
+            check_range(fx, a.site, addr, 1, d.size())?;
+            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            Ok(None)
+        })?;
+        return Ok(());
+    }
+    let t = fx.tile(val, lanes)?;
+    if a.addr == Addressing::Contiguous {
+        let base = fx.scalar(a.ptr)?;
+        let index = fx.scalar(a.offset)?;
+        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let all = match &mask {
+            Mask::All => None,
+            Mask::Scalar(m) => Some(*m),
+            Mask::Tile(mt) => Some(num::all_true(&mut fx.bcx, mt)),
+        };
+        let Some(all) = all else {
+            check_range(fx, a.site, addr, lanes as u32, d.size())?;
+            return store_full(fx, d, &t, addr);
+        };
+        let full = fx.bcx.create_block();
+        let partial = fx.bcx.create_block();
+        let merge = fx.bcx.create_block();
+        fx.bcx.ins().brif(all, full, &[], partial, &[]);
+        fx.bcx.switch_to_block(full);
+        check_range(fx, a.site, addr, lanes as u32, d.size())?;
+        store_full(fx, d, &t, addr)?;
+        fx.bcx.ins().jump(merge, &[]);
+        fx.bcx.switch_to_block(partial);
+        if !matches!(mask, Mask::Scalar(_)) {
+            store_lanes(fx, a, d, lanes, &mask, &t)?;
+        }
+        fx.bcx.ins().jump(merge, &[]);
+        fx.bcx.switch_to_block(merge);
+        return Ok(());
+    }
+    store_lanes(fx, a, d, lanes, &mask, &t)
+}
+
+fn store_lanes(
+    fx: &mut FunctionCx,
+    a: Access,
+    d: DType,
+    lanes: u8,
+    mask: &Mask,
+    t: &Tile,
+) -> Result<(), CodegenError> {
+    let addrs = lane_addresses(fx, a, d, lanes)?;
+    let bits = mask_lanes(fx, mask, lanes as usize);
+    let vals = value::lanes(&mut fx.bcx, d, t);
+    for k in 0..lanes as usize {
+        let (addr, v) = (addrs[k], vals[k]);
+        guarded(fx, bits[k], None, |fx| {
+            check_range(fx, a.site, addr, 1, d.size())?;
+            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            Ok(None)
+        })?;
+    }
+    Ok(())
+}
+
+/// Atomics are per lane: x86 has no vector atomics, and each lane is its own
+/// sequentially consistent operation (Cranelift's atomics are seq-cst).
+pub(crate) fn codegen_atomic(
+    fx: &mut FunctionCx,
+    a: Access,
+    kind: AtomicKind,
+    operands: &[lir::Value],
+    mask: Option<lir::Value>,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
+    let d = pointee(fx, a.ptr)?;
+    if ty.dtype() != d {
+        return Err(invalid(format!("an atomic on {d} returns {ty}")));
+    }
+    let lanes = ty.lanes();
+    let mask = mask_of(fx, mask)?;
+    let addrs = if ty.is_tile() {
+        lane_addresses(fx, a, d, lanes)?
+    } else {
+        if a.addr != Addressing::Scalar {
+            return Err(invalid("a scalar atomic must use scalar addressing"));
+        }
+        let base = fx.scalar(a.ptr)?;
+        let index = fx.scalar(a.offset)?;
+        vec![element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size())]
+    };
+    let mut lane_vals = Vec::new();
+    for &o in operands {
+        lane_vals.push(if ty.is_tile() {
+            let t = fx.tile(o, lanes)?;
+            value::lanes(&mut fx.bcx, d, &t)
+        } else {
+            vec![fx.scalar(o)?]
+        });
+    }
+    let bits = mask_lanes(fx, &mask, lanes as usize);
+    let zero = base::const_scalar(&mut fx.bcx, lir::Const::Int(0), d)?;
+    let mut out = Vec::with_capacity(lanes as usize);
+    for k in 0..lanes as usize {
+        let addr = addrs[k];
+        let args: Vec<Value> = lane_vals.iter().map(|l| l[k]).collect();
+        let v = guarded(fx, bits[k], Some(zero), |fx| {
+            check_range(fx, a.site, addr, 1, d.size())?;
+            match kind {
+                AtomicKind::Rmw(op) => atomic_rmw(fx, op, d, addr, args[0]).map(Some),
+                AtomicKind::Cas => atomic_cas(fx, d, addr, args[0], args[1]).map(Some),
+            }
+        })?;
+        out.push(v.expect("guarded returns a value with `other`"));
+    }
+    if !ty.is_tile() {
+        return Ok(CVal::Scalar(out[0]));
+    }
+    let per = value::canonical_per(d, lanes)?;
+    Ok(CVal::Tile(value::from_lanes(&mut fx.bcx, d, per, &out)?))
+}
+
+fn atomic_flags() -> MemFlagsData {
+    MemFlagsData::new()
+}
+
+/// The integer type of `d`'s width.
+fn bits_type(d: DType) -> Result<Type, CodegenError> {
+    Ok(value::scalar_type(d)?.as_int())
+}
+
+fn atomic_rmw(
+    fx: &mut FunctionCx,
+    op: AtomicOp,
+    d: DType,
+    addr: Value,
+    v: Value,
+) -> Result<Value, CodegenError> {
+    let ty = value::scalar_type(d)?;
+    if d.is_float() {
+        let int = bits_type(d)?;
+        return Ok(match op {
+            AtomicOp::Xchg => {
+                let bits = fx.bcx.ins().bitcast(int, MemFlagsData::new(), v);
+                let old = fx.bcx.ins().atomic_rmw(int, atomic_flags(), AtomicRmwOp::Xchg, addr, bits);
+                fx.bcx.ins().bitcast(ty, MemFlagsData::new(), old)
+            }
+            AtomicOp::Add | AtomicOp::Max | AtomicOp::Min => cas_loop(fx, op, d, addr, v)?,
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+                return Err(CodegenError::Unsupported(format!("atomic {op:?} on {d}")));
+            }
+        });
+    }
+    let signed = d.is_signed();
+    let rmw = match op {
+        AtomicOp::Add => AtomicRmwOp::Add,
+        AtomicOp::And => AtomicRmwOp::And,
+        AtomicOp::Or => AtomicRmwOp::Or,
+        AtomicOp::Xor => AtomicRmwOp::Xor,
+        AtomicOp::Xchg => AtomicRmwOp::Xchg,
+        AtomicOp::Max if signed => AtomicRmwOp::Smax,
+        AtomicOp::Min if signed => AtomicRmwOp::Smin,
+        AtomicOp::Max => AtomicRmwOp::Umax,
+        AtomicOp::Min => AtomicRmwOp::Umin,
+    };
+    Ok(fx.bcx.ins().atomic_rmw(ty, atomic_flags(), rmw, addr, v))
+}
+
+/// A float read-modify-write: compute on the value read, install it with a
+/// compare-and-swap of the bit pattern, retry with what the CAS saw on failure.
+fn cas_loop(
+    fx: &mut FunctionCx,
+    op: AtomicOp,
+    d: DType,
+    addr: Value,
+    v: Value,
+) -> Result<Value, CodegenError> {
+    let ty = value::scalar_type(d)?;
+    let int = bits_type(d)?;
+    let first = fx.bcx.ins().atomic_load(int, atomic_flags(), addr);
+    let retry = fx.bcx.create_block();
+    let expected = fx.bcx.append_block_param(retry, int);
+    let done = fx.bcx.create_block();
+    let old = fx.bcx.append_block_param(done, int);
+    fx.bcx.ins().jump(retry, &block_args(&[first]));
+    fx.bcx.switch_to_block(retry);
+    let cur = fx.bcx.ins().bitcast(ty, MemFlagsData::new(), expected);
+    let new = match op {
+        AtomicOp::Add => fx.bcx.ins().fadd(cur, v),
+        AtomicOp::Max => fx.bcx.ins().fmax(cur, v),
+        _ => fx.bcx.ins().fmin(cur, v),
+    };
+    let new_bits = fx.bcx.ins().bitcast(int, MemFlagsData::new(), new);
+    let seen = fx.bcx.ins().atomic_cas(atomic_flags(), addr, expected, new_bits);
+    let swapped = fx.bcx.ins().icmp(IntCC::Equal, seen, expected);
+    fx.bcx.ins().brif(swapped, done, &block_args(&[seen]), retry, &block_args(&[seen]));
+    fx.bcx.switch_to_block(done);
+    Ok(fx.bcx.ins().bitcast(ty, MemFlagsData::new(), old))
+}
+
+fn atomic_cas(
+    fx: &mut FunctionCx,
+    d: DType,
+    addr: Value,
+    cmp: Value,
+    v: Value,
+) -> Result<Value, CodegenError> {
+    if !d.is_float() {
+        return Ok(fx.bcx.ins().atomic_cas(atomic_flags(), addr, cmp, v));
+    }
+    let ty = value::scalar_type(d)?;
+    let int = bits_type(d)?;
+    let cmp = fx.bcx.ins().bitcast(int, MemFlagsData::new(), cmp);
+    let v = fx.bcx.ins().bitcast(int, MemFlagsData::new(), v);
+    let old = fx.bcx.ins().atomic_cas(atomic_flags(), addr, cmp, v);
+    Ok(fx.bcx.ins().bitcast(ty, MemFlagsData::new(), old))
+}
+
+/// The address of element `index` of scratch buffer `slot`, and its dtype.
+fn scratch_address(
+    fx: &mut FunctionCx,
+    slot: u32,
+    index: lir::Value,
+) -> Result<(Value, DType), CodegenError> {
+    let s = *fx
+        .f
+        .scratch
+        .get(slot as usize)
+        .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
+    let area = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH);
+    let base = fx.bcx.ins().iadd_imm_s(area, s.offset as i64);
+    let i = fx.scalar(index)?;
+    let id = fx.f.ty(index).dtype();
+    Ok((element_address(fx, base, i, id, s.dtype.size()), s.dtype))
+}
+
+pub(crate) fn codegen_scratch_load(
+    fx: &mut FunctionCx,
+    slot: u32,
+    index: lir::Value,
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
+    let (addr, d) = scratch_address(fx, slot, index)?;
+    if ty.dtype() != d {
+        return Err(invalid(format!("a {ty} load from a scratch buffer of {d}")));
+    }
+    Ok(match ty {
+        Ty::Tile(_, lanes) => CVal::Tile(load_full(fx, d, lanes, addr)?),
+        _ => CVal::Scalar(load_scalar(fx, d, addr, 0)?),
+    })
+}
+
+pub(crate) fn codegen_scratch_store(
+    fx: &mut FunctionCx,
+    slot: u32,
+    index: lir::Value,
+    val: lir::Value,
+) -> Result<(), CodegenError> {
+    let (addr, d) = scratch_address(fx, slot, index)?;
+    let ty = fx.f.ty(val);
+    if ty.dtype() != d {
+        return Err(invalid(format!("a {ty} store to a scratch buffer of {d}")));
+    }
+    match fx.val(val)? {
+        CVal::Tile(t) => store_full(fx, d, &t, addr),
+        CVal::Scalar(v) => {
+            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            Ok(())
+        }
+    }
+}

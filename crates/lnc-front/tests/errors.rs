@@ -1,0 +1,584 @@
+//! Every user error is a diagnostic pointing at the offending source; the rendered text is
+//! the expectation.
+
+mod common;
+
+use common::err;
+
+const PRELUDE: &str = "import triton\nimport triton.language as tl\n\n";
+
+/// Renders the errors of lowering `kernel` (defined in `body`) on `sig`.
+fn errors(body: &str, kernel: &str, sig: &str) -> String {
+    err(&format!("{PRELUDE}{body}"), kernel, sig)
+}
+
+macro_rules! error_test {
+    ($name:ident, $sig:expr, $src:expr) => {
+        #[test]
+        fn $name() {
+            insta::assert_snapshot!(errors($src, "k", $sig));
+        }
+    };
+}
+
+error_test!(
+    unknown_name,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    tl.store(X, y)
+"#
+);
+
+error_test!(
+    unknown_name_typo,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, count):
+    tl.store(X, cuont)
+"#
+);
+
+error_test!(
+    unknown_tl_function,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.foo(X)
+"#
+);
+
+error_test!(
+    unsupported_tl_function,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.dot(X, X)
+"#
+);
+
+error_test!(
+    tl_function_typo,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = triton.language.laod(X)
+"#
+);
+
+error_test!(
+    too_many_arguments,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X, None, None, (), "", "", "", False, 1)
+"#
+);
+
+error_test!(
+    unknown_keyword,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X, maks=None)
+"#
+);
+
+error_test!(
+    missing_argument,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    tl.store(X)
+"#
+);
+
+error_test!(
+    jit_call_arity,
+    "*fp32",
+    r#"
+@triton.jit
+def helper(a, b):
+    return a + b
+
+@triton.jit
+def k(X):
+    tl.store(X, helper(1, 2, 3))
+"#
+);
+
+error_test!(
+    break_is_unsupported,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in range(n):
+        break
+"#
+);
+
+error_test!(
+    lambda_is_unsupported,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    f = lambda v: v + 1
+"#
+);
+
+error_test!(
+    with_is_unsupported,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    with open("f") as fh:
+        pass
+"#
+);
+
+error_test!(
+    arange_not_power_of_two,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    offs = tl.arange(0, 100)
+"#
+);
+
+error_test!(
+    arange_needs_constexpr,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    offs = tl.arange(0, n)
+"#
+);
+
+error_test!(
+    incompatible_broadcast,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    a = tl.arange(0, 128)
+    b = tl.arange(0, 64)
+    c = a + b
+"#
+);
+
+error_test!(
+    incompatible_broadcast_2d,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    a = tl.zeros((32, 8), dtype=tl.float32)
+    b = tl.zeros((16, 8), dtype=tl.float32)
+    c = a * b
+"#
+);
+
+error_test!(
+    mask_shape_mismatch,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    offs = tl.arange(0, 128)
+    m = tl.arange(0, 64) < 10
+    x = tl.load(X + offs, mask=m)
+"#
+);
+
+error_test!(
+    store_value_shape_mismatch,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    offs = tl.arange(0, 128)
+    tl.store(X + offs, tl.zeros((2, 128), dtype=tl.float32))
+"#
+);
+
+error_test!(
+    shape_needs_constexpr,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    z = tl.zeros((n, 4), dtype=tl.float32)
+"#
+);
+
+error_test!(
+    shape_not_power_of_two,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    z = tl.zeros((3, 4), dtype=tl.float32)
+"#
+);
+
+error_test!(
+    axis_needs_constexpr,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, a):
+    s = tl.sum(tl.load(X + tl.arange(0, 16)), axis=a)
+"#
+);
+
+error_test!(
+    axis_out_of_range,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    s = tl.sum(tl.load(X + tl.arange(0, 16)), axis=1)
+"#
+);
+
+error_test!(
+    float_bitwise_and,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X)
+    y = x & 1
+"#
+);
+
+error_test!(
+    pointer_times_int,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    y = X * 2
+"#
+);
+
+error_test!(
+    pointer_minus_pointer,
+    "*fp32,*fp32",
+    r#"
+@triton.jit
+def k(X, Y):
+    d = Y - X
+"#
+);
+
+error_test!(
+    pointer_plus_float,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    p = X + 1.5
+"#
+);
+
+error_test!(
+    float_floor_division,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X) // 2
+"#
+);
+
+error_test!(
+    unsigned_negative_constant,
+    "*u32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X) + -1
+"#
+);
+
+error_test!(
+    constant_out_of_range,
+    "*i8",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X) + 300
+"#
+);
+
+error_test!(
+    mixed_signedness_division,
+    "*i32,*u32",
+    r#"
+@triton.jit
+def k(X, Y):
+    x = tl.load(X) / tl.load(Y)
+"#
+);
+
+error_test!(
+    math_on_integers,
+    "*i32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.exp(tl.load(X))
+"#
+);
+
+error_test!(
+    loop_carried_type_change,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    acc = tl.zeros((16,), dtype=tl.int32)
+    for i in range(n):
+        acc += tl.load(X + tl.arange(0, 16))
+"#
+);
+
+error_test!(
+    loop_carried_shape_change,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    acc = tl.load(X)
+    for i in range(n):
+        acc = tl.load(X + tl.arange(0, 16))
+"#
+);
+
+error_test!(
+    if_branches_disagree,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    if n > 0:
+        v = tl.load(X)
+    else:
+        v = tl.program_id(0)
+    tl.store(X, v)
+"#
+);
+
+error_test!(
+    defined_in_one_branch,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    if n > 0:
+        v = tl.load(X)
+    tl.store(X, v)
+"#
+);
+
+error_test!(
+    defined_in_loop,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in range(n):
+        v = tl.load(X + i)
+    tl.store(X, v)
+"#
+);
+
+error_test!(
+    block_condition,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.load(X + tl.arange(0, 16))
+    if x > 0:
+        x = x + 1
+"#
+);
+
+error_test!(
+    return_in_loop,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in range(n):
+        if i > 3:
+            return
+"#
+);
+
+error_test!(
+    static_assert_fails,
+    "*fp32,48",
+    r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK % 32 == 0, "BLOCK must be a multiple of 32")
+"#
+);
+
+error_test!(
+    static_assert_needs_constexpr,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    tl.static_assert(n > 0)
+"#
+);
+
+error_test!(
+    kernel_returns_value,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    return tl.load(X)
+"#
+);
+
+error_test!(
+    not_a_range,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in (1, 2, 3):
+        pass
+"#
+);
+
+error_test!(
+    constexpr_param_gets_runtime_value,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def helper(x, B: tl.constexpr):
+    return x
+
+@triton.jit
+def k(X, n):
+    y = helper(X, n)
+"#
+);
+
+error_test!(
+    assign_to_subscript,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    x = tl.zeros((16,), dtype=tl.float32)
+    x[0] = 1.0
+"#
+);
+
+error_test!(
+    compile_time_division_by_zero,
+    "*fp32,0",
+    r#"
+@triton.jit
+def k(X, B: tl.constexpr):
+    y = 4 // B
+"#
+);
+
+error_test!(
+    several_errors_are_reported,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    a = tl.arange(0, 100)
+    b = undefined_thing + 1
+    c = a + 1
+    tl.store(X, b)
+    d = X * X
+"#
+);
+
+error_test!(
+    signature_wrong_count,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, Y, n):
+    pass
+"#
+);
+
+error_test!(
+    signature_unknown_type,
+    "*fp33",
+    r#"
+@triton.jit
+def k(X):
+    pass
+"#
+);
+
+error_test!(
+    signature_constexpr_given_type,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    pass
+"#
+);
+
+error_test!(
+    signature_unknown_name,
+    "*fp32,BLOK=128",
+    r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    pass
+"#
+);
+
+error_test!(
+    signature_too_many,
+    "*fp32,i32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    pass
+"#
+);
+
+#[test]
+fn unknown_kernel() {
+    let file = lnc_diag::SourceFile::new(
+        "k.py",
+        format!("{PRELUDE}@triton.jit\ndef kernel(X):\n    pass\n"),
+    );
+    let ast = lnc_syntax::parse_file(&file).unwrap();
+    let sig = lnc_front::Signature { entries: vec![] };
+    let d = lnc_front::lower_kernel(&file, &ast, "kernal", &sig).unwrap_err();
+    insta::assert_snapshot!(lnc_diag::render_all(&d, &file));
+}

@@ -1,0 +1,50 @@
+//! The JIT against the block-IR reference interpreter: same kernel, same inputs, the
+//! interpreter running the front end's block IR (before any optimization), the JIT running
+//! the whole pipeline.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{self, ArgValue, Buffer};
+
+#[test]
+fn forward_layer_norm_jit_equals_interpreter() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let mut rng = rng();
+    for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (64, 1024), (7, 4097)] {
+        let block = n.next_power_of_two();
+        let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{block}");
+        let k = module.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+        let bir = module.block_ir("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+
+        let x = randn(&mut rng, m * n, -2.3, 0.5);
+        let w = randn(&mut rng, n, 1.0, 0.3);
+        let b = randn(&mut rng, n, 0.0, 0.5);
+        let eps = 1e-5f32;
+
+        let (mut y, mut mean, mut rstd) = (vec![f32::NAN; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+        k.launch(m as u32, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, eps])
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        let mut bufs = vec![
+            Buffer::from_f32(&x),
+            Buffer::from_f32(&vec![f32::NAN; m * n]),
+            Buffer::from_f32(&w),
+            Buffer::from_f32(&b),
+            Buffer::from_f32(&vec![f32::NAN; m]),
+            Buffer::from_f32(&vec![f32::NAN; m]),
+        ];
+        let mut args: Vec<ArgValue> = (0..6).map(|i| ArgValue::Ptr { buffer: i, offset: 0 }).collect();
+        args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64), ArgValue::Float(eps as f64), ArgValue::Int(0)]);
+        interp::run_grid(&bir, [m as u32, 1, 1], &args, &mut bufs).unwrap_or_else(|e| panic!("{e}"));
+
+        // Summation order differs (the JIT sums in several lanes), so agreement is up to
+        // float32 rounding of a sum of n terms.
+        let tol = 2e-6 * (n as f64).sqrt().max(1.0);
+        for (what, got, want) in [("y", &y, bufs[1].to_f32()), ("mean", &mean, bufs[4].to_f32()), ("rstd", &rstd, bufs[5].to_f32())] {
+            let want: Vec<f64> = want.iter().map(|&v| v as f64).collect();
+            assert_close(&format!("{what} ({m}x{n}) JIT vs interpreter"), got, &want, tol, tol);
+        }
+    }
+}
