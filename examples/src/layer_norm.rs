@@ -30,7 +30,10 @@ fn reference(x: &[f32], w: &[f32], b: &[f32], n: usize) -> (Vec<f64>, Vec<f64>, 
 }
 
 fn max_err(got: &[f32], want: &[f64]) -> f64 {
-    got.iter().zip(want).map(|(&g, &w)| if g.is_nan() { f64::INFINITY } else { (g as f64 - w).abs() }).fold(0.0, f64::max)
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| if g.is_nan() { f64::INFINITY } else { (g as f64 - w).abs() })
+        .fold(0.0, f64::max)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -43,10 +46,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let jit = lnc::Jit::new();
     let module = jit.load(KERNELS)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
-    let sizes: &[(usize, usize)] =
-        if quick { &[(151, 1000), (4096, 1024)] } else { &[(151, 1000), (4096, 512), (4096, 1000), (4096, 2048), (4096, 4096), (4096, 8192)] };
+    let sizes: &[(usize, usize)] = if quick {
+        &[(151, 1000), (4096, 1024)]
+    } else {
+        &[(151, 1000), (4096, 512), (4096, 1000), (4096, 2048), (4096, 4096), (4096, 8192)]
+    };
 
-    println!("layer norm forward (seed kernel _layer_norm_fwd_fused), fp32, {} threads", rayon::current_num_threads());
+    println!(
+        "layer norm forward (seed kernel _layer_norm_fwd_fused), fp32, {} threads",
+        rayon::current_num_threads()
+    );
     println!("{:>6} {:>6} {:>10} {:>12} {:>10} {:>10}", "M", "N", "compile", "max |err|", "time", "GB/s");
     let mut failed = false;
     for &(m, n) in sizes {
@@ -72,7 +81,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let t = Instant::now();
-            k.launch(m as u32, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS])?;
+            k.launch(
+                m as u32,
+                &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS],
+            )?;
             times.push(t.elapsed().as_secs_f64());
         }
         let t = median(&mut times);

@@ -36,13 +36,22 @@ fn forward_layer_norm_jit_equals_interpreter() {
             Buffer::from_f32(&vec![f32::NAN; m]),
         ];
         let mut args: Vec<ArgValue> = (0..6).map(|i| ArgValue::Ptr { buffer: i, offset: 0 }).collect();
-        args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64), ArgValue::Float(eps as f64), ArgValue::Int(0)]);
+        args.extend([
+            ArgValue::Int(n as i64),
+            ArgValue::Int(n as i64),
+            ArgValue::Float(eps as f64),
+            ArgValue::Int(0),
+        ]);
         interp::run_grid(&bir, [m as u32, 1, 1], &args, &mut bufs).unwrap_or_else(|e| panic!("{e}"));
 
         // Summation order differs (the JIT sums in several lanes), so agreement is up to
         // float32 rounding of a sum of n terms.
         let tol = 2e-6 * (n as f64).sqrt().max(1.0);
-        for (what, got, want) in [("y", &y, bufs[1].to_f32()), ("mean", &mean, bufs[4].to_f32()), ("rstd", &rstd, bufs[5].to_f32())] {
+        for (what, got, want) in [
+            ("y", &y, bufs[1].to_f32()),
+            ("mean", &mean, bufs[4].to_f32()),
+            ("rstd", &rstd, bufs[5].to_f32()),
+        ] {
             let want: Vec<f64> = want.iter().map(|&v| v as f64).collect();
             assert_close(&format!("{what} ({m}x{n}) JIT vs interpreter"), got, &want, tol, tol);
         }

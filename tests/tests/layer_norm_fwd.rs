@@ -37,18 +37,26 @@ fn row_stride_larger_than_n_leaves_padding_untouched() {
     let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
     let mut rng = rng();
     let (m, n, stride) = (9usize, 300usize, 305usize);
-    let k = module.kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,512").unwrap();
+    let k = module
+        .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,512")
+        .unwrap();
     let x = randn(&mut rng, m * stride, 3.0, 2.0);
     let w = randn(&mut rng, n, 1.0, 0.3);
     let b = randn(&mut rng, n, 0.0, 0.5);
     let (mut y, mut mean, mut rstd) = (vec![-7.0f32; m * stride], vec![f32::NAN; m], vec![f32::NAN; m]);
-    k.launch(m as u32, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, stride as i32, n as i32, 1e-5f32])
-        .unwrap_or_else(|e| panic!("{e}"));
+    k.launch(
+        m as u32,
+        &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, stride as i32, n as i32, 1e-5f32],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let dense: Vec<f32> = (0..m).flat_map(|r| x[r * stride..r * stride + n].to_vec()).collect();
     let (ry, _, _) = layer_norm_ref(&dense, &w, &b, n, 1e-5);
     for r in 0..m {
         assert_close("y", &y[r * stride..r * stride + n], &ry[r * n..(r + 1) * n], 1e-5, 1e-5);
-        assert!(y[r * stride + n..(r + 1) * stride].iter().all(|&v| v == -7.0), "padding of row {r} was written");
+        assert!(
+            y[r * stride + n..(r + 1) * stride].iter().all(|&v| v == -7.0),
+            "padding of row {r} was written"
+        );
     }
 }
 
@@ -56,13 +64,19 @@ fn row_stride_larger_than_n_leaves_padding_untouched() {
 fn launch_errors_name_the_parameter() {
     let jit = lnc::Jit::new();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).unwrap();
-    let k = module.kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16").unwrap();
+    let k = module
+        .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16")
+        .unwrap();
     let x = vec![0.5f32; 16];
-    let (mut y, w, b, mut mean, mut rstd) = (vec![0f32; 16], vec![1f32; 16], vec![0f32; 16], vec![0f32; 1], vec![0f32; 1]);
+    let (mut y, w, b, mut mean, mut rstd) =
+        (vec![0f32; 16], vec![1f32; 16], vec![0f32; 16], vec![0f32; 1], vec![0f32; 1]);
     let xi = vec![1i32; 16];
-    let e = k.launch(1, &lnc::args![&xi, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32]).unwrap_err();
+    let e = k
+        .launch(1, &lnc::args![&xi, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32])
+        .unwrap_err();
     assert!(e.to_string().contains("parameter `X`"), "{e}");
-    let e = k.launch(1, &lnc::args![&x, &y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32]).unwrap_err();
+    let e =
+        k.launch(1, &lnc::args![&x, &y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32]).unwrap_err();
     assert!(e.to_string().contains("`Y` is written"), "{e}");
     let e = k.launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32]).unwrap_err();
     assert!(e.to_string().contains("expected 9 arguments"), "{e}");
@@ -73,10 +87,15 @@ fn out_of_bounds_store_names_the_source_line() {
     // N says 16 but Y holds 15 elements: the masked store's last lane is out of bounds.
     let jit = lnc::Jit::new();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).unwrap();
-    let k = module.kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16").unwrap();
+    let k = module
+        .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16")
+        .unwrap();
     let x = vec![0.5f32; 16];
-    let (mut y, w, b, mut mean, mut rstd) = (vec![0f32; 15], vec![1f32; 16], vec![0f32; 16], vec![0f32; 1], vec![0f32; 1]);
-    let e = k.launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32]).unwrap_err();
+    let (mut y, w, b, mut mean, mut rstd) =
+        (vec![0f32; 15], vec![1f32; 16], vec![0f32; 16], vec![0f32; 1], vec![0f32; 1]);
+    let e = k
+        .launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 16i32, 1e-5f32])
+        .unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, lnc::Error::OutOfBounds(_)), "{text}");
     assert!(text.contains("triton_05_layer_norm.py:43:"), "{text}");

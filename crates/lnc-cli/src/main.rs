@@ -214,7 +214,8 @@ fn parse_grid(g: &str) -> Result<[u32; 3], Failure> {
     }
     let mut grid = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        grid[i] = p.parse().map_err(|_| fail(format!("--grid `{g}`: `{p}` is not a non-negative integer")))?;
+        grid[i] =
+            p.parse().map_err(|_| fail(format!("--grid `{g}`: `{p}` is not a non-negative integer")))?;
     }
     Ok(grid)
 }
@@ -241,7 +242,10 @@ fn run(
         let (name, v) = a.split_once('=').ok_or_else(|| fail(format!("--arg `{a}`: expected NAME=VALUE")))?;
         if !info.params.iter().any(|p| p.name == name) {
             let names: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(fail(format!("--arg {name}: `{kernel}` has no parameter `{name}` (parameters: {})", names.join(", "))));
+            return Err(fail(format!(
+                "--arg {name}: `{kernel}` has no parameter `{name}` (parameters: {})",
+                names.join(", ")
+            )));
         }
         if values.insert(name.to_string(), parse_arg_value(name, v)?).is_some() {
             return Err(fail(format!("--arg {name} is given twice")));
@@ -272,11 +276,15 @@ fn run(
                 let entry = match values.get(&p.name) {
                     Some(ArgValue::Buffer { .. }) => format!("*{}", buffers[&p.name].0.dtype.sig_name()),
                     Some(lit) if p.constexpr => literal_text(lit),
-                    Some(ArgValue::Int(i)) => if i32::try_from(*i).is_ok() { "i32" } else { "i64" }.to_string(),
+                    Some(ArgValue::Int(i)) => {
+                        if i32::try_from(*i).is_ok() { "i32" } else { "i64" }.to_string()
+                    }
                     Some(ArgValue::Float(_)) => "fp32".to_string(),
                     Some(ArgValue::Bool(_)) => "i1".to_string(),
                     None if p.constexpr && p.default.is_some() => continue,
-                    None => return Err(fail(format!("missing --arg {}=... (parameter of `{kernel}`)", p.name))),
+                    None => {
+                        return Err(fail(format!("missing --arg {}=... (parameter of `{kernel}`)", p.name)));
+                    }
                 };
                 entries.push(format!("{}={entry}", p.name));
             }
@@ -287,10 +295,10 @@ fn run(
 
     // bf16 arrays travel as uint16: relabel them for *bf16 parameters.
     for p in k.params() {
-        if let (Elem::Ptr(DType::BF16), Some((b, _))) = (p.elem, buffers.get_mut(&p.name)) {
-            if b.dtype == DType::U16 {
-                b.dtype = DType::BF16;
-            }
+        if let (Elem::Ptr(DType::BF16), Some((b, _))) = (p.elem, buffers.get_mut(&p.name))
+            && b.dtype == DType::U16
+        {
+            b.dtype = DType::BF16;
         }
     }
 

@@ -69,13 +69,18 @@ fn dtype_of(descr: &str) -> Option<DType> {
 pub fn read(path: &Path) -> Result<HostBuffer, String> {
     let shown = path.display();
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("`{shown}` is not a valid .npy file: {e}"))?;
+    let npy =
+        npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("`{shown}` is not a valid .npy file: {e}"))?;
     if npy.order() == npyz::Order::Fortran {
         return Err(format!("`{shown}` is in Fortran order; save it in C order (np.ascontiguousarray)"));
     }
     let descr = match npy.dtype() {
         npyz::DType::Plain(t) => t.to_string(),
-        other => return Err(format!("`{shown}` has a structured dtype ({other:?}); lnc reads plain numeric arrays")),
+        other => {
+            return Err(format!(
+                "`{shown}` has a structured dtype ({other:?}); lnc reads plain numeric arrays"
+            ));
+        }
     };
     let dtype = dtype_of(&descr)
         .ok_or_else(|| format!("`{shown}` has element type `{descr}`, which lnc cannot pass to a kernel"))?;
@@ -102,7 +107,11 @@ macro_rules! write_as {
     }};
 }
 
-fn write_items<T: npyz::Serialize + npyz::AutoSerialize>(path: &Path, shape: &[u64], items: Vec<T>) -> Result<(), String> {
+fn write_items<T: npyz::Serialize + npyz::AutoSerialize>(
+    path: &Path,
+    shape: &[u64],
+    items: Vec<T>,
+) -> Result<(), String> {
     use npyz::WriterBuilder;
     let shown = path.display();
     let file = std::fs::File::create(path).map_err(|e| format!("cannot create `{shown}`: {e}"))?;
@@ -119,7 +128,9 @@ fn write_items<T: npyz::Serialize + npyz::AutoSerialize>(path: &Path, shape: &[u
 /// Writes a host buffer as an `.npy` file with its shape and element type.
 pub fn write(path: &Path, buf: &HostBuffer) -> Result<(), String> {
     match buf.dtype {
-        DType::I1 => write_items(path, &buf.shape, buf.bytes().iter().map(|&b| b != 0).collect::<Vec<bool>>()),
+        DType::I1 => {
+            write_items(path, &buf.shape, buf.bytes().iter().map(|&b| b != 0).collect::<Vec<bool>>())
+        }
         DType::I8 => write_as!(buf, path, i8),
         DType::I16 => write_as!(buf, path, i16),
         DType::I32 => write_as!(buf, path, i32),
@@ -129,11 +140,8 @@ pub fn write(path: &Path, buf: &HostBuffer) -> Result<(), String> {
         DType::U32 => write_as!(buf, path, u32),
         DType::U64 => write_as!(buf, path, u64),
         DType::F16 => {
-            let items: Vec<half::f16> = buf
-                .bytes()
-                .chunks_exact(2)
-                .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
-                .collect();
+            let items: Vec<half::f16> =
+                buf.bytes().chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect();
             write_items(path, &buf.shape, items)
         }
         // bf16 has no numpy dtype: it travels as its raw 16 bits in uint16 arrays.

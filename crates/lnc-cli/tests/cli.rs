@@ -48,7 +48,11 @@ fn check_lists_the_three_seed_kernels() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("3 kernels"), "{out}");
-    for k in ["_layer_norm_fwd_fused(X, Y, W, B, M, V, stride, N, eps, BLOCK_SIZE: constexpr)", "_layer_norm_bwd_dx_fused(", "_layer_norm_bwd_dwdb("] {
+    for k in [
+        "_layer_norm_fwd_fused(X, Y, W, B, M, V, stride, N, eps, BLOCK_SIZE: constexpr)",
+        "_layer_norm_bwd_dx_fused(",
+        "_layer_norm_bwd_dwdb(",
+    ] {
         assert!(out.contains(k), "{k} missing from:\n{out}");
     }
 }
@@ -68,11 +72,31 @@ fn check_reports_syntax_errors_with_a_caret() {
 #[test]
 fn compile_prints_every_stage() {
     for stage in ["ast", "bir", "opt", "lir", "clif", "asm"] {
-        let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", FWD_SIG, "--emit", stage]);
+        let o = lnc(&[
+            "compile",
+            SEED,
+            "--kernel",
+            "_layer_norm_fwd_fused",
+            "--signature",
+            FWD_SIG,
+            "--emit",
+            stage,
+        ]);
         assert!(o.status.success(), "--emit {stage}: {}", stderr(&o));
         assert!(stdout(&o).lines().count() > 5, "--emit {stage} printed:\n{}", stdout(&o));
     }
-    let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", FWD_SIG, "--emit", "bir", "--emit", "lir"]);
+    let o = lnc(&[
+        "compile",
+        SEED,
+        "--kernel",
+        "_layer_norm_fwd_fused",
+        "--signature",
+        FWD_SIG,
+        "--emit",
+        "bir",
+        "--emit",
+        "lir",
+    ]);
     assert!(o.status.success());
     let out = stdout(&o);
     assert!(out.contains("; ---- bir ----") && out.contains("; ---- lir ----"), "{out}");
@@ -80,7 +104,16 @@ fn compile_prints_every_stage() {
 
 #[test]
 fn compile_rejects_a_bad_signature() {
-    let o = lnc(&["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", "*fp32,i32", "--emit", "bir"]);
+    let o = lnc(&[
+        "compile",
+        SEED,
+        "--kernel",
+        "_layer_norm_fwd_fused",
+        "--signature",
+        "*fp32,i32",
+        "--emit",
+        "bir",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(!stderr(&o).is_empty());
     let o = lnc(&["compile", SEED, "--kernel", "nope", "--signature", FWD_SIG]);
@@ -159,10 +192,32 @@ fn run_forward_layer_norm_on_npy_files() {
 
 #[test]
 fn run_reports_a_missing_file_and_a_missing_argument() {
-    let o = lnc(&["run", SEED, "--kernel", "_layer_norm_fwd_fused", "--grid", "1", "--arg", "X=@/nonexistent.npy", "--out", "/tmp/x"]);
+    let o = lnc(&[
+        "run",
+        SEED,
+        "--kernel",
+        "_layer_norm_fwd_fused",
+        "--grid",
+        "1",
+        "--arg",
+        "X=@/nonexistent.npy",
+        "--out",
+        "/tmp/x",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--arg X: cannot read `/nonexistent.npy`"), "{}", stderr(&o));
-    let o = lnc(&["run", SEED, "--kernel", "_layer_norm_fwd_fused", "--grid", "1", "--arg", "N=3", "--out", "/tmp/x"]);
+    let o = lnc(&[
+        "run",
+        SEED,
+        "--kernel",
+        "_layer_norm_fwd_fused",
+        "--grid",
+        "1",
+        "--arg",
+        "N=3",
+        "--out",
+        "/tmp/x",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("missing --arg X="), "{}", stderr(&o));
 }

@@ -7,7 +7,7 @@
 //!
 //! The translation is direct, one loop-IR instruction at a time, driven the way
 //! rustc_codegen_cranelift drives `cranelift-frontend`: the blocks of every structured
-//! construct are created up front, one [`FunctionCx`](base) carries the builder and the
+//! construct are created up front, one `FunctionCx` carries the builder and the
 //! value map, `codegen_*` functions emit instructions, and loop-carried values travel as
 //! block parameters. The representation of values (tiles as 128-bit vectors or lists of
 //! scalars) is described in `value.rs`.

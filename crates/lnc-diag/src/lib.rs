@@ -24,10 +24,7 @@ pub struct Span {
 impl Span {
     /// A span from `start` to `end`.
     pub fn new(start: usize, end: usize) -> Span {
-        Span {
-            start: start as u32,
-            end: end as u32,
-        }
+        Span { start: start as u32, end: end as u32 }
     }
 
     /// The empty span at offset 0, for things that come from no source text.
@@ -35,10 +32,7 @@ impl Span {
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
     }
 
     /// The byte range, for slicing the source.
@@ -59,10 +53,7 @@ pub struct SourceFile {
 impl SourceFile {
     /// Wraps a name and a text.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
-        SourceFile {
-            name: name.into(),
-            text: text.into(),
-        }
+        SourceFile { name: name.into(), text: text.into() }
     }
 
     /// 1-based line and column of a byte offset.
@@ -120,10 +111,7 @@ impl Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             message: message.into(),
-            primary: Some(Label {
-                span,
-                message: label.into(),
-            }),
+            primary: Some(Label { span, message: label.into() }),
             secondary: Vec::new(),
             notes: Vec::new(),
         }
@@ -142,18 +130,12 @@ impl Diagnostic {
 
     /// A warning with a primary label.
     pub fn warning(message: impl Into<String>, span: Span, label: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            ..Diagnostic::error(message, span, label)
-        }
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(message, span, label) }
     }
 
     /// Adds a secondary label.
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.secondary.push(Label {
-            span,
-            message: message.into(),
-        });
+        self.secondary.push(Label { span, message: message.into() });
         self
     }
 
@@ -232,12 +214,8 @@ mod tests {
     #[test]
     fn renders_caret_under_span() {
         let f = SourceFile::new("k.py", "x = tl.foo(1)\n");
-        let d = Diagnostic::error(
-            "unknown function `tl.foo`",
-            Span::new(4, 10),
-            "not a tl builtin",
-        )
-        .with_help("see docs/language.md");
+        let d = Diagnostic::error("unknown function `tl.foo`", Span::new(4, 10), "not a tl builtin")
+            .with_help("see docs/language.md");
         let text = d.render(&f);
         assert!(text.contains("k.py:1:5"), "{text}");
         assert!(text.contains("^^^^^^ not a tl builtin"), "{text}");

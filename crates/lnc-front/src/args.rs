@@ -91,11 +91,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 return self.fail(d);
             };
             if bound[i].is_some() {
-                let d = Diagnostic::error(
-                    format!("`{what}` got `{name}` twice"),
-                    nspan,
-                    "given again here",
-                );
+                let d = Diagnostic::error(format!("`{what}` got `{name}` twice"), nspan, "given again here");
                 return self.fail(d);
             }
             bound[i] = Some(a);
@@ -118,11 +114,15 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         }
         let desc = self.describe(&o.v);
         let d = if matches!(o.v, Val::Tensor(_)) {
-            Diagnostic::error(format!("{what} must be a compile-time constant"), o.span, "known only at run time")
-                .with_help(
-                    "compile-time values are literals, `tl.constexpr` parameters and expressions on them; \
+            Diagnostic::error(
+                format!("{what} must be a compile-time constant"),
+                o.span,
+                "known only at run time",
+            )
+            .with_help(
+                "compile-time values are literals, `tl.constexpr` parameters and expressions on them; \
                      annotate the parameter `NAME: tl.constexpr` and give its value in the signature",
-                )
+            )
         } else {
             Diagnostic::error(format!("{what} must be {expected}, got {desc}"), o.span, "")
         };
@@ -186,11 +186,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 Val::Const(Cv::Int(n)) => *n,
                 Val::Tensor(_) => {
                     let el = Opnd::new(item.clone(), o.span);
-                    return self.not_constexpr(
-                        &el,
-                        &format!("element {i} of {what}"),
-                        "an integer",
-                    );
+                    return self.not_constexpr(&el, &format!("element {i} of {what}"), "an integer");
                 }
                 other => {
                     let desc = match other {
@@ -229,10 +225,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Some(s) => Ok(s),
             None => {
                 let d = Diagnostic::error(
-                    format!(
-                        "blocks of rank {} are not supported (at most {MAX_RANK})",
-                        dims.len()
-                    ),
+                    format!("blocks of rank {} are not supported (at most {MAX_RANK})", dims.len()),
                     o.span,
                     "",
                 );

@@ -284,9 +284,10 @@ impl Builtin {
     /// Methods of blocks that forward to a `tl` function (`x.sum(axis=0)`).
     pub(crate) fn member(name: &str) -> Option<Builtin> {
         match name {
-            "sum" | "max" | "min" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log" | "log2" | "sin"
-            | "cos" | "floor" | "ceil" | "abs" | "sigmoid" | "expand_dims" | "broadcast_to"
-            | "cast" => Builtin::tl(name),
+            "sum" | "max" | "min" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log" | "log2" | "sin" | "cos"
+            | "floor" | "ceil" | "abs" | "sigmoid" | "expand_dims" | "broadcast_to" | "cast" => {
+                Builtin::tl(name)
+            }
             _ => None,
         }
     }
@@ -395,12 +396,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 } else {
                     Opcode::NumPrograms(axis as u8)
                 };
-                Ok(Val::Tensor(self.emit(
-                    op,
-                    vec![],
-                    Type::scalar(DType::I32),
-                    span,
-                )))
+                Ok(Val::Tensor(self.emit(op, vec![], Type::scalar(DType::I32), span)))
             }
             Builtin::Arange => self.arange(args),
             Builtin::Zeros => {
@@ -424,9 +420,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let d = self.const_dtype(a[2].as_ref().ok_or(Failed)?, "`dtype`")?;
                 let v = a[1].clone().ok_or(Failed)?;
                 match &v.v {
-                    Val::Const(c) if c.is_number() => {
-                        Ok(Val::Tensor(self.full_value(shape, c, d, span)))
-                    }
+                    Val::Const(c) if c.is_number() => Ok(Val::Tensor(self.full_value(shape, c, d, span))),
                     Val::Tensor(x) if !self.ty(*x).is_block() && !self.ty(*x).elem.is_ptr() => {
                         let s = self.cast(*x, d, v.span);
                         Ok(Val::Tensor(self.splat(s, shape, span)))
@@ -453,10 +447,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let t = self.ty(v);
                 if !t.num_dtype().is_some_and(DType::is_float) {
                     let e = Diagnostic::error(
-                        format!(
-                            "`{name}` needs a floating-point argument, got {}",
-                            type_str(t)
-                        ),
+                        format!("`{name}` needs a floating-point argument, got {}", type_str(t)),
                         x.span,
                         "not a float",
                     )
@@ -486,12 +477,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 match t.elem {
                     Elem::Ptr(_) => self.ptr_not_allowed(name, v, x.span),
                     Elem::Scalar(d) if d.is_int() && !d.is_signed() => Ok(Val::Tensor(v)),
-                    Elem::Scalar(_) => Ok(Val::Tensor(self.emit(
-                        Opcode::Unary(UnOp::Abs),
-                        vec![v],
-                        t,
-                        span,
-                    ))),
+                    Elem::Scalar(_) => Ok(Val::Tensor(self.emit(Opcode::Unary(UnOp::Abs), vec![v], t, span))),
                 }
             }
             Builtin::Sigmoid => {
@@ -501,10 +487,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let t = self.ty(v);
                 if !t.num_dtype().is_some_and(DType::is_float) {
                     let e = Diagnostic::error(
-                        format!(
-                            "`{name}` needs a floating-point argument, got {}",
-                            type_str(t)
-                        ),
+                        format!("`{name}` needs a floating-point argument, got {}", type_str(t)),
                         x.span,
                         "",
                     )
@@ -533,11 +516,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                         _ => false,
                     };
                     if !is_float {
-                        let e = Diagnostic::error(
-                            "both operands of `tl.fdiv` must be floats",
-                            o.span,
-                            "",
-                        );
+                        let e = Diagnostic::error("both operands of `tl.fdiv` must be floats", o.span, "");
                         return self.fail(e);
                     }
                 }
@@ -552,20 +531,13 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let (_, vals) = self.bind_varargs(name, &[], 0, args)?;
                 let vals = match vals.as_slice() {
                     [one] => match &one.v {
-                        Val::Tuple(items) => items
-                            .iter()
-                            .map(|v| Opnd::new(v.clone(), one.span))
-                            .collect(),
+                        Val::Tuple(items) => items.iter().map(|v| Opnd::new(v.clone(), one.span)).collect(),
                         _ => vals,
                     },
                     _ => vals,
                 };
                 let Some((first, rest)) = vals.split_first() else {
-                    let d = Diagnostic::error(
-                        format!("`{name}` expects at least one argument"),
-                        span,
-                        "",
-                    );
+                    let d = Diagnostic::error(format!("`{name}` expects at least one argument"), span, "");
                     return self.fail(d);
                 };
                 let mut acc = first.clone();
@@ -649,8 +621,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     return self.fail(d);
                 }
                 if !prefix.is_ascii() {
-                    let d =
-                        Diagnostic::error("the prefix of `device_print` must be ASCII", p.span, "");
+                    let d = Diagnostic::error("the prefix of `device_print` must be ASCII", p.span, "");
                     return self.fail(d);
                 }
                 let mut vs = Vec::with_capacity(vals.len());
@@ -721,11 +692,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                         continue;
                     }
                     let Some(s) = t.shape.insert_axis(i) else {
-                        let d = Diagnostic::error(
-                            "too many axes (blocks have rank 4 at most)",
-                            ax.span,
-                            "",
-                        );
+                        let d = Diagnostic::error("too many axes (blocks have rank 4 at most)", ax.span, "");
                         return self.fail(d);
                     };
                     v = self.emit(Opcode::ExpandDims(i as u8), vec![v], t.with_shape(s), span);
@@ -747,11 +714,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let t = self.ty(v);
                 let ok = t.shape.is_scalar()
                     || (t.shape.rank() == shape.rank()
-                        && t.shape
-                            .dims()
-                            .iter()
-                            .zip(shape.dims())
-                            .all(|(a, b)| a == b || *a == 1));
+                        && t.shape.dims().iter().zip(shape.dims()).all(|(a, b)| a == b || *a == 1));
                 if !ok {
                     let d = Diagnostic::error(
                         format!(
@@ -784,12 +747,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 self.fail(d)
             }
             Builtin::Cast => {
-                let a = self.bind(
-                    name,
-                    &["input", "dtype", "fp_downcast_rounding", "bitcast"],
-                    2,
-                    args,
-                )?;
+                let a = self.bind(name, &["input", "dtype", "fp_downcast_rounding", "bitcast"], 2, args)?;
                 let x = a[0].clone().ok_or(Failed)?;
                 self.convert_method(x, &a[1..], span)
             }
@@ -797,11 +755,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let a = self.bind(name, &["value"], 1, args)?;
                 let v = a[0].clone().ok_or(Failed)?;
                 if !v.v.is_compile_time() {
-                    let d = Diagnostic::error(
-                        "`tl.constexpr` needs a value known at compile time",
-                        v.span,
-                        "",
-                    );
+                    let d =
+                        Diagnostic::error("`tl.constexpr` needs a value known at compile time", v.span, "");
                     return self.fail(d);
                 }
                 Ok(v.v)
@@ -814,11 +769,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     Val::Const(Cv::Str(s)) => Ok(Val::Const(Cv::Int(s.chars().count() as i128))),
                     other => {
                         let what = self.describe(other);
-                        self.fail(Diagnostic::error(
-                            format!("{what} has no length"),
-                            v.span,
-                            "",
-                        ))
+                        self.fail(Diagnostic::error(format!("{what} has no length"), v.span, ""))
                     }
                 }
             }
@@ -831,12 +782,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                         Builtin::PyFloat => "use `x.to(tl.float32)` for values known at run time",
                         _ => "compare explicitly, e.g. `x != 0`",
                     };
-                    let d = Diagnostic::error(
-                        format!("`{name}(...)` needs a compile-time value"),
-                        v.span,
-                        "",
-                    )
-                    .with_help(help);
+                    let d =
+                        Diagnostic::error(format!("`{name}(...)` needs a compile-time value"), v.span, "")
+                            .with_help(help);
                     return self.fail(d);
                 };
                 let r = match (b, c) {
@@ -848,19 +796,17 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     (Builtin::PyFloat, Cv::Bool(x)) => Cv::Float(*x as i64 as f64),
                     (Builtin::PyFloat, Cv::Float(f)) => Cv::Float(*f),
                     // `float("-inf")` is how kernels spell infinities.
-                    (Builtin::PyFloat, Cv::Str(s)) => {
-                        match s.trim().to_ascii_lowercase().parse::<f64>() {
-                            Ok(f) => Cv::Float(f),
-                            Err(_) => {
-                                let d = Diagnostic::error(
-                                    format!("could not convert string to float: {s:?}"),
-                                    v.span,
-                                    "",
-                                );
-                                return self.fail(d);
-                            }
+                    (Builtin::PyFloat, Cv::Str(s)) => match s.trim().to_ascii_lowercase().parse::<f64>() {
+                        Ok(f) => Cv::Float(f),
+                        Err(_) => {
+                            let d = Diagnostic::error(
+                                format!("could not convert string to float: {s:?}"),
+                                v.span,
+                                "",
+                            );
+                            return self.fail(d);
                         }
-                    }
+                    },
                     _ => {
                         let d = Diagnostic::error(
                             format!("cannot convert {} with `{name}`", crate::diag::cv_str(c)),
@@ -876,11 +822,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     fn ptr_not_allowed<T>(&mut self, name: &str, v: Value, span: Span) -> R<T> {
-        let d = Diagnostic::error(
-            format!("`{name}` is not defined on pointers"),
-            span,
-            type_str(self.ty(v)),
-        );
+        let d = Diagnostic::error(format!("`{name}` is not defined on pointers"), span, type_str(self.ty(v)));
         self.fail(d)
     }
 
@@ -900,10 +842,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 Val::Const(Cv::Int(v)) => v,
                 Val::Undef(_) => return Err(Failed),
                 _ => {
-                    let d = Diagnostic::error("arange's arguments must be of type tl.constexpr", o.span, "not a compile-time integer")
-                        .with_help(
-                            "annotate the parameter `NAME: tl.constexpr` and give its value in the signature",
-                        );
+                    let d = Diagnostic::error(
+                        "arange's arguments must be of type tl.constexpr",
+                        o.span,
+                        "not a compile-time integer",
+                    )
+                    .with_help(
+                        "annotate the parameter `NAME: tl.constexpr` and give its value in the signature",
+                    );
                     return self.fail(d);
                 }
             };
@@ -916,45 +862,28 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             return self.fail(d);
         }
         if end <= start {
-            let d = Diagnostic::error(
-                "arange's end argument must be greater than the start argument",
-                span,
-                "",
-            )
-            .with_note(format!("start is {start}, end is {end}"));
+            let d =
+                Diagnostic::error("arange's end argument must be greater than the start argument", span, "")
+                    .with_note(format!("start is {start}, end is {end}"));
             return self.fail(d);
         }
         let n = end - start;
         if n & (n - 1) != 0 {
-            let d = Diagnostic::error(
-                "arange's range must be a power of 2",
-                span,
-                format!("the range is {n}"),
-            )
-            .with_help("round the block size up to a power of two and mask the extra elements");
+            let d =
+                Diagnostic::error("arange's range must be a power of 2", span, format!("the range is {n}"))
+                    .with_help("round the block size up to a power of two and mask the extra elements");
             return self.fail(d);
         }
         if n as u64 > crate::args::MAX_NUMEL {
             let d = Diagnostic::error(
-                format!(
-                    "a block of {n} elements exceeds the maximum of {}",
-                    crate::args::MAX_NUMEL
-                ),
+                format!("a block of {n} elements exceeds the maximum of {}", crate::args::MAX_NUMEL),
                 span,
                 "",
             );
             return self.fail(d);
         }
         let t = Type::block(Elem::Scalar(DType::I32), Shape::d1(n as u32));
-        Ok(Val::Tensor(self.emit(
-            Opcode::Arange {
-                start: start as i64,
-                end: end as i64,
-            },
-            vec![],
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Arange { start: start as i64, end: end as i64 }, vec![], t, span)))
     }
 
     /// `tl.maximum` / `tl.minimum`: operands as runtime values (bf16 computed in fp32).
@@ -973,12 +902,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let (a, b, _) = self.numeric_pair(&ops[0], &ops[1], false, name, span)?;
         let t = self.ty(a);
         let op = if max { BBin::Max } else { BBin::Min };
-        Ok(Val::Tensor(self.emit(
-            Opcode::Binary(op),
-            vec![a, b],
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Binary(op), vec![a, b], t, span)))
     }
 
     fn ptr_arg(&mut self, o: &Opnd, what: &str) -> R<Ptr> {
@@ -997,12 +921,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         };
         let t = self.ty(v);
         match t.elem {
-            Elem::Ptr(d) => Ok(Ptr {
-                v,
-                pointee: d,
-                shape: t.shape,
-                span: o.span,
-            }),
+            Elem::Ptr(d) => Ok(Ptr { v, pointee: d, shape: t.shape, span: o.span }),
             Elem::Scalar(_) => {
                 let d = Diagnostic::error(
                     format!("`{what}` expects a pointer, got {}", type_str(t)),
@@ -1057,12 +976,18 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Ok(r) if r == ptr.shape => Ok(self.expand_to(x, ptr.shape, xspan)),
             _ => {
                 let d = Diagnostic::error(
-                    format!("{role} shape {} does not match pointer shape {}", shape_str(s), shape_str(ptr.shape)),
+                    format!(
+                        "{role} shape {} does not match pointer shape {}",
+                        shape_str(s),
+                        shape_str(ptr.shape)
+                    ),
                     xspan,
                     format!("shape {}", shape_str(s)),
                 )
                 .with_label(ptr.span, format!("pointer shape {}", shape_str(ptr.shape)))
-                .with_note("it must broadcast to the pointer's shape (aligned on the right, sizes equal or 1)");
+                .with_note(
+                    "it must broadcast to the pointer's shape (aligned on the right, sizes equal or 1)",
+                );
                 self.fail(d)
             }
         }
@@ -1113,12 +1038,18 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             // Triton broadcasts the pointer and the mask together.
             let Ok(s) = broadcast_shapes(p.shape, ms) else {
                 let d = Diagnostic::error(
-                    format!("mask shape {} does not match pointer shape {}", shape_str(ms), shape_str(p.shape)),
+                    format!(
+                        "mask shape {} does not match pointer shape {}",
+                        shape_str(ms),
+                        shape_str(p.shape)
+                    ),
                     m.span,
                     format!("shape {}", shape_str(ms)),
                 )
                 .with_label(p.span, format!("pointer shape {}", shape_str(p.shape)))
-                .with_note("the mask must broadcast with the pointer (aligned on the right, sizes equal or 1)");
+                .with_note(
+                    "the mask must broadcast with the pointer (aligned on the right, sizes equal or 1)",
+                );
                 return self.fail(d);
             };
             p.v = self.expand_to(p.v, s, p.span);
@@ -1171,18 +1102,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             args_v.push(self.expand_to(o, p.shape, os));
         }
         let t = Type::block(Elem::Scalar(p.pointee), p.shape);
-        let op = Opcode::Load {
-            has_mask: mv.is_some(),
-            has_other: ov.is_some(),
-        };
+        let op = Opcode::Load { has_mask: mv.is_some(), has_other: ov.is_some() };
         Ok(Val::Tensor(self.emit(op, args_v, t, span)))
     }
 
-    fn check_no_block_ptr_args(
-        &mut self,
-        boundary: &Option<Opnd>,
-        padding: &Option<Opnd>,
-    ) -> R<()> {
+    fn check_no_block_ptr_args(&mut self, boundary: &Option<Opnd>, padding: &Option<Opnd>) -> R<()> {
         let used = |o: &Option<Opnd>| match given(o).map(|o| &o.v) {
             None => false,
             Some(Val::Tuple(items)) => !items.is_empty(),
@@ -1206,14 +1130,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let span = args.span;
         let a = self.bind(
             "tl.store",
-            &[
-                "pointer",
-                "value",
-                "mask",
-                "boundary_check",
-                "cache_modifier",
-                "eviction_policy",
-            ],
+            &["pointer", "value", "mask", "boundary_check", "cache_modifier", "eviction_policy"],
             2,
             args,
         )?;
@@ -1249,11 +1166,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     fn where_(&mut self, args: CallArgs) -> R<Val> {
         let span = args.span;
         let a = self.bind("tl.where", &["condition", "x", "y"], 3, args)?;
-        let (c, x, y) = (
-            a[0].clone().ok_or(Failed)?,
-            a[1].clone().ok_or(Failed)?,
-            a[2].clone().ok_or(Failed)?,
-        );
+        let (c, x, y) =
+            (a[0].clone().ok_or(Failed)?, a[1].clone().ok_or(Failed)?, a[2].clone().ok_or(Failed)?);
         let cv = self.as_bool(&c)?;
         let is_ptr = |me: &Self, o: &Opnd| matches!(o.v, Val::Tensor(v) if me.ty(v).elem.is_ptr());
         let (xv, yv) = if is_ptr(self, &x) || is_ptr(self, &y) {
@@ -1262,10 +1176,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 return self.fail(d);
             };
             if self.ty(*xv).elem != self.ty(*yv).elem {
-                let d =
-                    Diagnostic::error("`tl.where` needs both pointers of the same type", span, "")
-                        .with_label(x.span, type_str(self.ty(*xv)))
-                        .with_label(y.span, type_str(self.ty(*yv)));
+                let d = Diagnostic::error("`tl.where` needs both pointers of the same type", span, "")
+                    .with_label(x.span, type_str(self.ty(*xv)))
+                    .with_label(y.span, type_str(self.ty(*yv)));
                 return self.fail(d);
             }
             self.broadcast_pair((*xv, x.span), (*yv, y.span), span)?
@@ -1286,12 +1199,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let xv = self.expand_to(xv, s, x.span);
         let yv = self.expand_to(yv, s, y.span);
         let t = self.ty(xv);
-        Ok(Val::Tensor(self.emit(
-            Opcode::Select,
-            vec![cv, xv, yv],
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Select, vec![cv, xv, yv], t, span)))
     }
 
     fn reduce(&mut self, op: ReduceOp, args: CallArgs) -> R<Val> {
@@ -1302,13 +1210,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         } else {
             self.bind(
                 name,
-                &[
-                    "input",
-                    "axis",
-                    "return_indices",
-                    "return_indices_tie_break_left",
-                    "keep_dims",
-                ],
+                &["input", "axis", "return_indices", "return_indices_tie_break_left", "keep_dims"],
                 1,
                 args,
             )?
@@ -1328,11 +1230,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             match given(&a[3]) {
                 Some(o) => Some(self.const_dtype(o, "`dtype`")?),
                 // Triton sums narrow integers in 32 bits to avoid overflow.
-                None if d.is_int() && d.bits() < 32 => Some(if d.is_signed() {
-                    DType::I32
-                } else {
-                    DType::U32
-                }),
+                None if d.is_int() && d.bits() < 32 => {
+                    Some(if d.is_signed() { DType::I32 } else { DType::U32 })
+                }
                 None => None,
             }
         } else {
@@ -1345,11 +1245,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             }
             match d {
                 DType::BF16 => Some(DType::F32),
-                d if d.is_int() && d.bits() < 32 => Some(if d.is_signed() {
-                    DType::I32
-                } else {
-                    DType::U32
-                }),
+                d if d.is_int() && d.bits() < 32 => Some(if d.is_signed() { DType::I32 } else { DType::U32 }),
                 _ => None,
             }
         };
@@ -1381,11 +1277,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             } else {
                 t.shape.remove_axis(axis)
             };
-            let opc = Opcode::Reduce {
-                op,
-                axis: axis as u8,
-                keep_dims: keep,
-            };
+            let opc = Opcode::Reduce { op, axis: axis as u8, keep_dims: keep };
             v = self.emit(opc, vec![v], t.with_shape(s), span);
         }
         Ok(Val::Tensor(v))
@@ -1407,11 +1299,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             }
         };
         if bad {
-            let e = Diagnostic::error(
-                format!("`{name}` does not support {} elements", d.tl_name()),
-                p.span,
-                "",
-            );
+            let e =
+                Diagnostic::error(format!("`{name}` does not support {} elements", d.tl_name()), p.span, "");
             return self.fail(e);
         }
         Ok(())
@@ -1421,21 +1310,16 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         if let Some(o) = given(sem) {
             let s = self.const_str(o, "`sem`")?;
             if !matches!(s.as_str(), "acquire" | "release" | "acq_rel" | "relaxed") {
-                let d = Diagnostic::error(
-                    format!("memory semantic `{s}` is not supported"),
-                    o.span,
-                    "",
-                )
-                .with_note("`sem` is one of \"acquire\", \"release\", \"acq_rel\", \"relaxed\"");
+                let d = Diagnostic::error(format!("memory semantic `{s}` is not supported"), o.span, "")
+                    .with_note("`sem` is one of \"acquire\", \"release\", \"acq_rel\", \"relaxed\"");
                 return self.fail(d);
             }
         }
         if let Some(o) = given(scope) {
             let s = self.const_str(o, "`scope`")?;
             if !matches!(s.as_str(), "gpu" | "cta" | "sys") {
-                let d =
-                    Diagnostic::error(format!("memory scope `{s}` is not supported"), o.span, "")
-                        .with_note("`scope` is one of \"gpu\", \"cta\", \"sys\"");
+                let d = Diagnostic::error(format!("memory scope `{s}` is not supported"), o.span, "")
+                    .with_note("`scope` is one of \"gpu\", \"cta\", \"sys\"");
                 return self.fail(d);
             }
         }
@@ -1450,11 +1334,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Undef(_) => return Err(Failed),
             other => {
                 let desc = self.describe(other);
-                let d = Diagnostic::error(
-                    format!("the {role} must be a number, got {desc}"),
-                    o.span,
-                    "",
-                );
+                let d = Diagnostic::error(format!("the {role} must be a number, got {desc}"), o.span, "");
                 return self.fail(d);
             }
         };
@@ -1463,24 +1343,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
 
     fn atomic_cas(&mut self, args: CallArgs) -> R<Val> {
         let span = args.span;
-        let a = self.bind(
-            "tl.atomic_cas",
-            &["pointer", "cmp", "val", "sem", "scope"],
-            3,
-            args,
-        )?;
+        let a = self.bind("tl.atomic_cas", &["pointer", "cmp", "val", "sem", "scope"], 3, args)?;
         let p = self.ptr_arg(a[0].as_ref().ok_or(Failed)?, "tl.atomic_cas")?;
         self.atomic_elem_check(&p, "tl.atomic_cas", None)?;
         self.check_sem_scope(&a[3], &a[4])?;
         let cmp = self.atomic_value(a[1].as_ref().ok_or(Failed)?, &p, "compared value")?;
         let val = self.atomic_value(a[2].as_ref().ok_or(Failed)?, &p, "value")?;
         let t = Type::block(Elem::Scalar(p.pointee), p.shape);
-        Ok(Val::Tensor(self.emit(
-            Opcode::AtomicCas,
-            vec![p.v, cmp, val],
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::AtomicCas, vec![p.v, cmp, val], t, span)))
     }
 
     fn atomic(&mut self, op: AtomicOp, args: CallArgs) -> R<Val> {
@@ -1499,12 +1369,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             has_mask = true;
         }
         let t = Type::block(Elem::Scalar(p.pointee), p.shape);
-        Ok(Val::Tensor(self.emit(
-            Opcode::Atomic { op, has_mask },
-            ops,
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Atomic { op, has_mask }, ops, t, span)))
     }
 }
 

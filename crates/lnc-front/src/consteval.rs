@@ -94,14 +94,8 @@ const OVERFLOW: &str = "integer overflow in a compile-time expression (lnc keeps
 
 /// `a op b` on compile-time values.
 pub(crate) fn binop(op: BinOp, a: &Cv, b: &Cv) -> Result<Cv, String> {
-    let unsupported = || {
-        format!(
-            "unsupported operand types for `{}`: {} and {}",
-            op_symbol(op),
-            py_type(a),
-            py_type(b)
-        )
-    };
+    let unsupported =
+        || format!("unsupported operand types for `{}`: {} and {}", op_symbol(op), py_type(a), py_type(b));
     // Bitwise operators on two bools stay bools, as in Python.
     if let (Cv::Bool(x), Cv::Bool(y)) = (a, b) {
         match op {
@@ -121,8 +115,7 @@ pub(crate) fn binop(op: BinOp, a: &Cv, b: &Cv) -> Result<Cv, String> {
         (Num::I(x), Num::I(y)) => {
             int_binop(op, x, y).map_err(|e| if e.is_empty() { unsupported() } else { e })
         }
-        _ => float_binop(op, as_f64(x), as_f64(y))
-            .map_err(|e| if e.is_empty() { unsupported() } else { e }),
+        _ => float_binop(op, as_f64(x), as_f64(y)).map_err(|e| if e.is_empty() { unsupported() } else { e }),
     }
 }
 
@@ -143,22 +136,14 @@ fn int_binop(op: BinOp, x: i128, y: i128) -> Result<Cv, String> {
                 return Err("integer division by zero".into());
             }
             let q = x.checked_div(y).ok_or_else(ovf)?;
-            if x % y != 0 && ((x < 0) != (y < 0)) {
-                q - 1
-            } else {
-                q
-            }
+            if x % y != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q }
         }
         BinOp::Mod => {
             if y == 0 {
                 return Err("integer modulo by zero".into());
             }
             let r = x.checked_rem(y).ok_or_else(ovf)?;
-            if r != 0 && ((r < 0) != (y < 0)) {
-                r + y
-            } else {
-                r
-            }
+            if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
         }
         BinOp::Pow => {
             if y < 0 {
@@ -263,9 +248,7 @@ pub(crate) fn unop(op: UnaryOp, a: &Cv) -> Result<Cv, String> {
     };
     let bad = || format!("bad operand type for unary `{sym}`: {}", py_type(a));
     match (op, num(a).ok_or_else(bad)?) {
-        (UnaryOp::Neg, Num::I(i)) => Ok(Cv::Int(
-            i.checked_neg().ok_or_else(|| OVERFLOW.to_string())?,
-        )),
+        (UnaryOp::Neg, Num::I(i)) => Ok(Cv::Int(i.checked_neg().ok_or_else(|| OVERFLOW.to_string())?)),
         (UnaryOp::Neg, Num::F(f)) => Ok(Cv::Float(-f)),
         (UnaryOp::Pos, Num::I(i)) => Ok(Cv::Int(i)),
         (UnaryOp::Pos, Num::F(f)) => Ok(Cv::Float(f)),
@@ -285,15 +268,9 @@ pub(crate) fn compare(op: CmpOp, a: &Cv, b: &Cv) -> Result<bool, String> {
             CmpOp::Eq => ord == Some(std::cmp::Ordering::Equal),
             CmpOp::Ne => ord != Some(std::cmp::Ordering::Equal),
             CmpOp::Lt => ord == Some(std::cmp::Ordering::Less),
-            CmpOp::Le => matches!(
-                ord,
-                Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
-            ),
+            CmpOp::Le => matches!(ord, Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)),
             CmpOp::Gt => ord == Some(std::cmp::Ordering::Greater),
-            CmpOp::Ge => matches!(
-                ord,
-                Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
-            ),
+            CmpOp::Ge => matches!(ord, Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)),
             _ => return Err(format!("`{}` is not supported here", cmp_symbol(op))),
         });
     }
@@ -332,27 +309,15 @@ mod tests {
         assert_eq!(binop(BinOp::Mod, &i(-7), &i(2)), Ok(i(1)));
         assert_eq!(binop(BinOp::Mod, &i(7), &i(-2)), Ok(i(-1)));
         assert_eq!(binop(BinOp::Div, &i(1), &i(2)), Ok(Cv::Float(0.5)));
-        assert_eq!(
-            binop(BinOp::FloorDiv, &Cv::Float(-7.0), &Cv::Float(2.0)),
-            Ok(Cv::Float(-4.0))
-        );
-        assert_eq!(
-            binop(BinOp::Mod, &Cv::Float(-7.0), &Cv::Float(2.0)),
-            Ok(Cv::Float(1.0))
-        );
+        assert_eq!(binop(BinOp::FloorDiv, &Cv::Float(-7.0), &Cv::Float(2.0)), Ok(Cv::Float(-4.0)));
+        assert_eq!(binop(BinOp::Mod, &Cv::Float(-7.0), &Cv::Float(2.0)), Ok(Cv::Float(1.0)));
         assert!(binop(BinOp::Div, &i(1), &i(0)).is_err());
     }
 
     #[test]
     fn ints_bools_and_overflow() {
-        assert_eq!(
-            binop(BinOp::Add, &Cv::Bool(true), &Cv::Bool(true)),
-            Ok(i(2))
-        );
-        assert_eq!(
-            binop(BinOp::BitAnd, &Cv::Bool(true), &Cv::Bool(false)),
-            Ok(Cv::Bool(false))
-        );
+        assert_eq!(binop(BinOp::Add, &Cv::Bool(true), &Cv::Bool(true)), Ok(i(2)));
+        assert_eq!(binop(BinOp::BitAnd, &Cv::Bool(true), &Cv::Bool(false)), Ok(Cv::Bool(false)));
         assert_eq!(binop(BinOp::Pow, &i(2), &i(10)), Ok(i(1024)));
         assert_eq!(binop(BinOp::Pow, &i(2), &i(-1)), Ok(Cv::Float(0.5)));
         assert!(binop(BinOp::Pow, &i(2), &i(200)).is_err());

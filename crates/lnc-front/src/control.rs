@@ -118,14 +118,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// How a variable with value `a` on one path and `b` on another comes out.
-    pub(crate) fn merge(
-        &mut self,
-        ctx: MergeCtx,
-        name: &str,
-        a: &Val,
-        b: &Val,
-        span: Span,
-    ) -> R<Merge> {
+    pub(crate) fn merge(&mut self, ctx: MergeCtx, name: &str, a: &Val, b: &Val, span: Span) -> R<Merge> {
         if same(a, b) {
             return Ok(Merge::Same(a.clone()));
         }
@@ -136,11 +129,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             (Val::Undef(u), _) | (_, Val::Undef(u)) => Ok(Merge::Same(Val::Undef(*u))),
             (Val::Tensor(x), Val::Tensor(y)) => {
                 let (tx, ty) = (self.ty(*x), self.ty(*y));
-                if tx == ty {
-                    Ok(Merge::Leaf(tx))
-                } else {
-                    self.mismatch(ctx, name, a, b, span)
-                }
+                if tx == ty { Ok(Merge::Leaf(tx)) } else { self.mismatch(ctx, name, a, b, span) }
             }
             (Val::Tensor(x), Val::Const(c)) | (Val::Const(c), Val::Tensor(x)) => {
                 let t = self.ty(*x);
@@ -183,21 +172,16 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         self.mismatch_desc(ctx, name, &da, &db, span)
     }
 
-    fn mismatch_desc<T>(
-        &mut self,
-        ctx: MergeCtx,
-        name: &str,
-        da: &str,
-        db: &str,
-        span: Span,
-    ) -> R<T> {
+    fn mismatch_desc<T>(&mut self, ctx: MergeCtx, name: &str, da: &str, db: &str, span: Span) -> R<T> {
         let d = match ctx {
             MergeCtx::If => Diagnostic::error(
                 format!("`{name}` is {da} in one branch of this `if` and {db} in the other"),
                 span,
                 "branches disagree",
             )
-            .with_help("give the variable the same type in both branches, converting with `.to(...)` if needed"),
+            .with_help(
+                "give the variable the same type in both branches, converting with `.to(...)` if needed",
+            ),
             MergeCtx::IfExp => Diagnostic::error(
                 format!("the branches of this conditional expression are {da} and {db}"),
                 span,
@@ -410,20 +394,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// `then if cond else orelse`.
-    pub(crate) fn if_exp(
-        &mut self,
-        cond: &'a Expr,
-        then: &'a Expr,
-        orelse: &'a Expr,
-        span: Span,
-    ) -> R<Val> {
+    pub(crate) fn if_exp(&mut self, cond: &'a Expr, then: &'a Expr, orelse: &'a Expr, span: Span) -> R<Val> {
         let c = self.expr(cond)?;
         let Val::Tensor(cv) = c else {
-            return if self.truthy(&c, cond.span)? {
-                self.expr(then)
-            } else {
-                self.expr(orelse)
-            };
+            return if self.truthy(&c, cond.span)? { self.expr(then) } else { self.expr(orelse) };
         };
         let c = self.scalar_cond(cv, cond.span, "... if ... else ...")?;
         let (mut r_then, a) = self.in_region(|me| me.expr(then));
@@ -506,8 +480,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             let mut next: Vec<(String, Merge)> = Vec::new();
             let mut res = Ok(());
             for n in &names {
-                let (Some(init), Some(b), Some(now)) = (before.get(n), bound.get(n), after.get(n))
-                else {
+                let (Some(init), Some(b), Some(now)) = (before.get(n), bound.get(n), after.get(n)) else {
                     continue;
                 };
                 let prev = plan.iter().find(|(p, _)| p == n).map(|(_, m)| m.clone());
@@ -525,10 +498,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             self.restore(snap);
             res?;
             let stable = next.len() == plan.len()
-                && next
-                    .iter()
-                    .zip(&plan)
-                    .all(|((a, x), (b, y))| a == b && merge_eq(x, y));
+                && next.iter().zip(&plan).all(|((a, x), (b, y))| a == b && merge_eq(x, y));
             if stable {
                 return Ok(plan);
             }
@@ -576,8 +546,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             }
         }
         if let Some(t) = target {
-            self.env
-                .insert(t.to_string(), Val::Undef(Undef::LoopVar(span)));
+            self.env.insert(t.to_string(), Val::Undef(Undef::LoopVar(span)));
         }
     }
 
@@ -591,12 +560,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         orelse: &'a [Stmt],
     ) -> R<()> {
         if let Some(e) = orelse.first() {
-            let d = Diagnostic::error(
-                "`for ... else` is not supported",
-                e.span,
-                "this `else` clause",
-            )
-            .with_help("move the `else` block after the loop");
+            let d = Diagnostic::error("`for ... else` is not supported", e.span, "this `else` clause")
+                .with_help("move the `else` block after the loop");
             return self.fail(d);
         }
         let ExprKind::Name(tname) = &target.kind else {
@@ -625,16 +590,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         for (n, a) in kwargs {
             kw.push((n.name.clone(), n.span, self.opnd(a)?));
         }
-        let call = CallArgs {
-            pos,
-            kw,
-            span: iter.span,
-        };
+        let call = CallArgs { pos, kw, span: iter.span };
         let a = match kind {
             RangeKind::Python => self.bind("range", &["start", "stop", "step"], 1, call)?,
-            RangeKind::Static => {
-                self.bind("tl.static_range", &["arg1", "arg2", "step"], 1, call)?
-            }
+            RangeKind::Static => self.bind("tl.static_range", &["arg1", "arg2", "step"], 1, call)?,
             RangeKind::Tl => self.bind(
                 "tl.range",
                 &[
@@ -675,11 +634,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         body: &'a [Stmt],
     ) -> R<()> {
         let what = "a bound of `tl.static_range`";
-        let (lo, hi, st) = (
-            self.const_int(&start, what)?,
-            self.const_int(&end, what)?,
-            self.const_int(&step, what)?,
-        );
+        let (lo, hi, st) =
+            (self.const_int(&start, what)?, self.const_int(&end, what)?, self.const_int(&step, what)?);
         if st == 0 {
             let d = Diagnostic::error("the step of a range must not be zero", step.span, "");
             return self.fail(d);
@@ -701,8 +657,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         }
         let refs: Vec<&'a Stmt> = body.iter().collect();
         for k in 0..count {
-            self.env
-                .insert(tname.to_string(), Val::Const(Cv::Int(lo + k * st)));
+            self.env.insert(tname.to_string(), Val::Const(Cv::Int(lo + k * st)));
             self.block(&refs, false);
         }
         Ok(())
@@ -711,9 +666,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     /// The dtype of a loop bound, which must be an integer scalar.
     fn bound_dtype(&mut self, o: &Opnd) -> R<lnc_bir::DType> {
         let d = match &o.v {
-            Val::Const(c) if matches!(c, Cv::Int(_) | Cv::Bool(_)) => {
-                Some(self.literal_dtype(c, o.span)?)
-            }
+            Val::Const(c) if matches!(c, Cv::Int(_) | Cv::Bool(_)) => Some(self.literal_dtype(c, o.span)?),
             Val::Tensor(v) => {
                 let t = self.ty(*v);
                 t.num_dtype().filter(|d| d.is_int() && !t.is_block())
@@ -787,18 +740,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             me.bind_plan(&plan, carried);
             let iv = if negative {
                 // iv = ub - iv' + lb, mapping 0, step, 2*step… back onto the descending range.
-                let d = me.emit(
-                    Opcode::Binary(lnc_bir::BinOp::Sub),
-                    vec![ub, iv],
-                    iv_ty,
-                    s.span,
-                );
-                me.emit(
-                    Opcode::Binary(lnc_bir::BinOp::Add),
-                    vec![d, lb],
-                    iv_ty,
-                    s.span,
-                )
+                let d = me.emit(Opcode::Binary(lnc_bir::BinOp::Sub), vec![ub, iv], iv_ty, s.span);
+                me.emit(Opcode::Binary(lnc_bir::BinOp::Add), vec![d, lb], iv_ty, s.span)
             } else {
                 iv
             };
@@ -831,12 +774,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         orelse: &'a [Stmt],
     ) -> R<()> {
         if let Some(e) = orelse.first() {
-            let d = Diagnostic::error(
-                "`while ... else` is not supported",
-                e.span,
-                "this `else` clause",
-            )
-            .with_help("move the `else` block after the loop");
+            let d = Diagnostic::error("`while ... else` is not supported", e.span, "this `else` clause")
+                .with_help("move the `else` block after the loop");
             return self.fail(d);
         }
         let plan = self.carried(body, None, s.span)?;
@@ -864,12 +803,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     return Err(e);
                 }
             };
-            me.b.inst(
-                Opcode::Condition,
-                [vec![flag], args].concat(),
-                &[],
-                cond.span,
-            );
+            me.b.inst(Opcode::Condition, [vec![flag], args].concat(), &[], cond.span);
             Ok(())
         });
         self.env = before.clone();

@@ -21,11 +21,7 @@ pub(crate) fn shape_str(s: Shape) -> String {
 
 /// A value type: `float32`, `pointer<float32>`, `float32[32, 128]`.
 pub(crate) fn type_str(t: Type) -> String {
-    if t.shape.is_scalar() {
-        elem_str(t.elem)
-    } else {
-        format!("{}{}", elem_str(t.elem), shape_str(t.shape))
-    }
+    if t.shape.is_scalar() { elem_str(t.elem) } else { format!("{}{}", elem_str(t.elem), shape_str(t.shape)) }
 }
 
 /// What a compile-time value is, for messages (`int 3`, `None`).
@@ -85,9 +81,7 @@ fn distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -99,10 +93,7 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// The closest candidate to `name`, if one is close enough to be a likely typo (names of
 /// one or two letters get no suggestion: every other short name would be "close").
-pub(crate) fn suggest<'c>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'c str>,
-) -> Option<&'c str> {
+pub(crate) fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let limit = (name.chars().count() / 3).min(3);
     candidates
         .into_iter()
@@ -120,10 +111,7 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(
-            type_str(Type::block(Elem::Scalar(DType::F32), Shape::d2(32, 128))),
-            "float32[32, 128]"
-        );
+        assert_eq!(type_str(Type::block(Elem::Scalar(DType::F32), Shape::d2(32, 128))), "float32[32, 128]");
         assert_eq!(type_str(Type::ptr(DType::F16)), "pointer<float16>");
         assert_eq!(suggest("maks", ["mask", "other", "pointer"]), Some("mask"));
         assert_eq!(suggest("xyz", ["mask", "other"]), None);

@@ -35,15 +35,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 for (name, a) in kwargs {
                     kw.push((name.name.clone(), name.span, self.opnd(a)?));
                 }
-                self.call(
-                    f,
-                    func.span,
-                    CallArgs {
-                        pos,
-                        kw,
-                        span: e.span,
-                    },
-                )
+                self.call(f, func.span, CallArgs { pos, kw, span: e.span })
             }
             ExprKind::Subscript { value, items } => {
                 let v = self.expr(value)?;
@@ -92,11 +84,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Undef(_) => Err(Failed),
             other => {
                 let what = self.describe(&other);
-                let d = Diagnostic::error(
-                    format!("`{}` is not callable", self.text(fspan)),
-                    fspan,
-                    what,
-                );
+                let d = Diagnostic::error(format!("`{}` is not callable", self.text(fspan)), fspan, what);
                 self.fail(d)
             }
         }
@@ -176,20 +164,15 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     "shape" => Some(shape_tuple(t.shape.dims())),
                     "numel" => Some(Val::Const(Cv::Int(t.shape.numel() as i128))),
                     "to" => Some(Val::Bound(Box::new(v.clone()), Method::To)),
-                    _ => Builtin::member(name)
-                        .map(|b| Val::Bound(Box::new(v.clone()), Method::Builtin(b))),
+                    _ => Builtin::member(name).map(|b| Val::Bound(Box::new(v.clone()), Method::Builtin(b))),
                 }
             }
             Val::Const(Cv::DType(e)) => match (name, e) {
                 ("element_ty", Elem::Ptr(d)) => Some(Val::Const(Cv::DType(Elem::Scalar(*d)))),
-                ("primitive_bitwidth", Elem::Scalar(d)) => {
-                    Some(Val::Const(Cv::Int(d.bits() as i128)))
-                }
+                ("primitive_bitwidth", Elem::Scalar(d)) => Some(Val::Const(Cv::Int(d.bits() as i128))),
                 ("primitive_bitwidth", Elem::Ptr(_)) => Some(Val::Const(Cv::Int(64))),
                 ("scalar", _) => Some(v.clone()),
-                _ => {
-                    dtype_pred(name).map(|p| Val::Bound(Box::new(v.clone()), Method::DTypePred(p)))
-                }
+                _ => dtype_pred(name).map(|p| Val::Bound(Box::new(v.clone()), Method::DTypePred(p))),
             },
             Val::Const(Cv::Type(t)) => match name {
                 "element_ty" if t.is_block() => Some(Val::Const(Cv::DType(t.elem))),
@@ -260,13 +243,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             "unknown or unsupported",
         );
         if crate::builtins::KNOWN_UNSUPPORTED.contains(&name) {
-            d = d.with_note(format!(
-                "Triton has `{name}`, but lnc does not implement it yet"
-            ));
-        } else if matches!(
-            name,
-            "float8e4nv" | "float8e5" | "float8e4b15" | "float8e4b8" | "float8e5b16"
-        ) {
+            d = d.with_note(format!("Triton has `{name}`, but lnc does not implement it yet"));
+        } else if matches!(name, "float8e4nv" | "float8e5" | "float8e4b15" | "float8e4b8" | "float8e5b16") {
             d = d.with_note("8-bit float types are not supported");
         } else if let Some(s) = suggest(name, crate::builtins::TL_NAMES.iter().copied()) {
             let prefix = full.rsplit_once('.').map_or(module_str(m), |(p, _)| p);
@@ -290,28 +268,16 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                             }
                             let Some(s) = t.shape.insert_axis(dim.min(t.shape.rank())) else {
                                 let d = Diagnostic::error(
-                                    format!(
-                                        "blocks of rank above {} are not supported",
-                                        lnc_bir::MAX_RANK
-                                    ),
+                                    format!("blocks of rank above {} are not supported", lnc_bir::MAX_RANK),
                                     item.span,
                                     "",
                                 );
                                 return self.fail(d);
                             };
                             let axis = dim.min(t.shape.rank()) as u8;
-                            x = self.emit(
-                                Opcode::ExpandDims(axis),
-                                vec![x],
-                                t.with_shape(s),
-                                item.span,
-                            );
+                            x = self.emit(Opcode::ExpandDims(axis), vec![x], t.with_shape(s), item.span);
                         }
-                        ExprKind::Slice {
-                            lower: None,
-                            upper: None,
-                            step: None,
-                        } => {}
+                        ExprKind::Slice { lower: None, upper: None, step: None } => {}
                         _ => {
                             let d = Diagnostic::error(
                                 "unsupported index: blocks can only be indexed with `None` and `:`",
@@ -357,13 +323,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// `a < b <= c`: each comparison with its neighbours, combined with `and`.
-    fn compare_chain(
-        &mut self,
-        first: &'a Expr,
-        ops: &[CmpOp],
-        rest: &'a [Expr],
-        span: Span,
-    ) -> R<Val> {
+    fn compare_chain(&mut self, first: &'a Expr, ops: &[CmpOp], rest: &'a [Expr], span: Span) -> R<Val> {
         let mut left = self.opnd(first)?;
         let mut acc: Option<Val> = None;
         for (op, r) in ops.iter().zip(rest) {
@@ -382,12 +342,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             };
             acc = Some(match acc {
                 None => res,
-                Some(prev) => self.logical(
-                    BoolOp::And,
-                    Opnd::new(prev, span),
-                    Opnd::new(res, pair_span),
-                    span,
-                )?,
+                Some(prev) => {
+                    self.logical(BoolOp::And, Opnd::new(prev, span), Opnd::new(res, pair_span), span)?
+                }
             });
             left = right;
         }
@@ -397,9 +354,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     /// `item in container` for compile-time tuples.
     fn contains(&mut self, container: &Opnd, item: &Opnd) -> R<bool> {
         match (&container.v, &item.v) {
-            (Val::Tuple(vals), Val::Const(c))
-                if vals.iter().all(|v| matches!(v, Val::Const(_))) =>
-            {
+            (Val::Tuple(vals), Val::Const(c)) if vals.iter().all(|v| matches!(v, Val::Const(_))) => {
                 Ok(vals.iter().any(|v| match v {
                     Val::Const(x) => crate::consteval::compare(CmpOp::Eq, x, c).unwrap_or(false),
                     _ => false,
@@ -444,27 +399,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     pub(crate) fn logical(&mut self, op: BoolOp, a: Opnd, b: Opnd, span: Span) -> R<Val> {
         if let (Val::Const(x), Val::Const(y)) = (&a.v, &b.v) {
             let (tx, ty) = (crate::consteval::truthy(x), crate::consteval::truthy(y));
-            return Ok(Val::Const(Cv::Bool(if op == BoolOp::And {
-                tx && ty
-            } else {
-                tx || ty
-            })));
+            return Ok(Val::Const(Cv::Bool(if op == BoolOp::And { tx && ty } else { tx || ty })));
         }
         let x = self.as_bool(&a)?;
         let y = self.as_bool(&b)?;
         let (x, y) = self.broadcast_pair((x, a.span), (y, b.span), span)?;
         let t = self.ty(x);
-        let bop = if op == BoolOp::And {
-            BBin::And
-        } else {
-            BBin::Or
-        };
-        Ok(Val::Tensor(self.emit(
-            Opcode::Binary(bop),
-            vec![x, y],
-            t,
-            span,
-        )))
+        let bop = if op == BoolOp::And { BBin::And } else { BBin::Or };
+        Ok(Val::Tensor(self.emit(Opcode::Binary(bop), vec![x, y], t, span)))
     }
 
     /// A value as `int1` (scalar or block): compile-time values by their truth.
@@ -472,8 +414,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         match &o.v {
             Val::Tensor(v) => {
                 if self.ty(*v).elem.is_ptr() {
-                    let d =
-                        Diagnostic::error("a pointer cannot be used as a condition", o.span, "");
+                    let d = Diagnostic::error("a pointer cannot be used as a condition", o.span, "");
                     return self.fail(d);
                 }
                 Ok(self.truth_value(*v, o.span))
@@ -497,11 +438,7 @@ fn identical(a: &Val, b: &Val) -> bool {
 }
 
 fn shape_tuple(dims: &[u32]) -> Val {
-    Val::tuple(
-        dims.iter()
-            .map(|&d| Val::Const(Cv::Int(d as i128)))
-            .collect(),
-    )
+    Val::tuple(dims.iter().map(|&d| Val::Const(Cv::Int(d as i128))).collect())
 }
 
 fn dtype_pred(name: &str) -> Option<DTypePred> {

@@ -71,18 +71,12 @@ pub fn lower_kernel(
     sig: &Signature,
 ) -> Result<Function, Vec<Diagnostic>> {
     let Some(fdef) = ast.functions.iter().find(|f| f.name.name == kernel) else {
-        let mut d = Diagnostic::error_nospan(format!(
-            "no @jit function named `{kernel}` in {}",
-            file.name
-        ));
+        let mut d = Diagnostic::error_nospan(format!("no @jit function named `{kernel}` in {}", file.name));
         let names: Vec<&str> = ast.functions.iter().map(|f| f.name.name.as_str()).collect();
         if let Some(s) = suggest(kernel, names.iter().copied()) {
             d = d.with_help(format!("did you mean `{s}`?"));
         } else if !names.is_empty() {
-            d = d.with_note(format!(
-                "the @jit functions of this file are: {}",
-                names.join(", ")
-            ));
+            d = d.with_note(format!("the @jit functions of this file are: {}", names.join(", ")));
         }
         return Err(vec![d]);
     };
@@ -107,7 +101,9 @@ pub fn lower_kernel(
             SigEntry::Ptr(_) | SigEntry::Scalar(_) if constexpr => {
                 diags.push(
                     Diagnostic::error(
-                        format!("parameter `{name}` is a `tl.constexpr` and needs a value, not the type `{e}`"),
+                        format!(
+                            "parameter `{name}` is a `tl.constexpr` and needs a value, not the type `{e}`"
+                        ),
                         p.span,
                         "declared `tl.constexpr` here",
                     )
@@ -116,20 +112,14 @@ pub fn lower_kernel(
                 ParamVal::Const(Cv::None)
             }
             SigEntry::Ptr(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::ptr(d))),
-            SigEntry::Scalar(d) => {
-                ParamVal::Runtime(func.add_param(&name, slot as u32, Type::scalar(d)))
-            }
+            SigEntry::Scalar(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::scalar(d))),
             SigEntry::Const(c) => {
                 let cv = match c {
                     ConstValue::Int(i) => Cv::Int(i as i128),
                     ConstValue::Float(f) => Cv::Float(f),
                     ConstValue::Bool(b) => Cv::Bool(b),
                 };
-                if constexpr {
-                    ParamVal::Const(cv)
-                } else {
-                    ParamVal::Specialized(cv, c.dtype())
-                }
+                if constexpr { ParamVal::Const(cv) } else { ParamVal::Specialized(cv, c.dtype()) }
             }
         };
         params.push((name, p.span, pv));
@@ -161,21 +151,13 @@ pub fn lower_kernel(
         && !matches!(v, Val::Const(Cv::None) | Val::Undef(_))
     {
         lw.diags.push(
-            Diagnostic::error(
-                "a kernel cannot return a value",
-                span,
-                "this returns a value",
-            )
-            .with_help("write results to memory with `tl.store`"),
+            Diagnostic::error("a kernel cannot return a value", span, "this returns a value")
+                .with_help("write results to memory with `tl.store`"),
         );
     }
     let Lowerer { b, diags, .. } = lw;
     b.finish();
-    if diags.is_empty() {
-        Ok(func)
-    } else {
-        Err(dedup(diags))
-    }
+    if diags.is_empty() { Ok(func) } else { Err(dedup(diags)) }
 }
 
 enum ParamVal {
@@ -201,9 +183,7 @@ pub(crate) fn assigned_names(stmts: &[&Stmt]) -> Vec<String> {
     fn target(e: &Expr, out: &mut Vec<String>) {
         match &e.kind {
             ExprKind::Name(n) if !out.contains(n) => out.push(n.clone()),
-            ExprKind::Tuple(items) | ExprKind::List(items) => {
-                items.iter().for_each(|i| target(i, out))
-            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| target(i, out)),
             _ => {}
         }
     }
@@ -211,26 +191,13 @@ pub(crate) fn assigned_names(stmts: &[&Stmt]) -> Vec<String> {
         match &s.kind {
             StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| target(t, out)),
             StmtKind::AugAssign { target: t, .. } => target(t, out),
-            StmtKind::AnnAssign {
-                target: t,
-                value: Some(_),
-                ..
-            } => target(t, out),
-            StmtKind::If { body, orelse, .. } => {
-                body.iter().chain(orelse).for_each(|s| stmt(s, out))
-            }
-            StmtKind::For {
-                target: t,
-                body,
-                orelse,
-                ..
-            } => {
+            StmtKind::AnnAssign { target: t, value: Some(_), .. } => target(t, out),
+            StmtKind::If { body, orelse, .. } => body.iter().chain(orelse).for_each(|s| stmt(s, out)),
+            StmtKind::For { target: t, body, orelse, .. } => {
                 target(t, out);
                 body.iter().chain(orelse).for_each(|s| stmt(s, out));
             }
-            StmtKind::While { body, orelse, .. } => {
-                body.iter().chain(orelse).for_each(|s| stmt(s, out))
-            }
+            StmtKind::While { body, orelse, .. } => body.iter().chain(orelse).for_each(|s| stmt(s, out)),
             _ => {}
         }
     }
@@ -298,8 +265,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 StmtKind::Return(value) => {
                     if !tail {
                         self.diags.push(
-                            Diagnostic::error("`return` inside a loop is not supported", s.span, "returns from a loop")
-                                .with_help("compute the result in loop-carried variables and return after the loop"),
+                            Diagnostic::error(
+                                "`return` inside a loop is not supported",
+                                s.span,
+                                "returns from a loop",
+                            )
+                            .with_help(
+                                "compute the result in loop-carried variables and return after the loop",
+                            ),
                         );
                         i += 1;
                         continue;
@@ -310,14 +283,15 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     };
                     return Flow::Return(v, s.span);
                 }
-                StmtKind::If { cond, body, orelse } => match self.expr(cond) {
-                    Err(Failed) => self.poison(&[s]),
-                    Ok(Val::Tensor(c)) => {
-                        if contains_return(body) || contains_return(orelse) {
-                            if tail {
-                                return self.returning_if(s, c, cond.span, body, orelse, rest);
-                            }
-                            self.diags.push(
+                StmtKind::If { cond, body, orelse } => {
+                    match self.expr(cond) {
+                        Err(Failed) => self.poison(&[s]),
+                        Ok(Val::Tensor(c)) => {
+                            if contains_return(body) || contains_return(orelse) {
+                                if tail {
+                                    return self.returning_if(s, c, cond.span, body, orelse, rest);
+                                }
+                                self.diags.push(
                                 Diagnostic::error(
                                     "`return` inside a loop is not supported",
                                     s.span,
@@ -325,23 +299,24 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                                 )
                                 .with_help("compute the result in loop-carried variables and return after the loop"),
                             );
-                            self.poison(&[s]);
-                        } else if self.runtime_if(s, c, cond.span, body, orelse).is_err() {
-                            self.poison(&[s]);
+                                self.poison(&[s]);
+                            } else if self.runtime_if(s, c, cond.span, body, orelse).is_err() {
+                                self.poison(&[s]);
+                            }
                         }
+                        Ok(v) => match self.truthy(&v, cond.span) {
+                            Ok(t) => {
+                                // A compile-time condition: only the taken branch exists, and it
+                                // shares the enclosing scope, so splice it in place.
+                                let taken = if t { body } else { orelse };
+                                let mut seq: Vec<&'a Stmt> = taken.iter().collect();
+                                seq.extend_from_slice(rest);
+                                return self.block(&seq, tail);
+                            }
+                            Err(Failed) => self.poison(&[s]),
+                        },
                     }
-                    Ok(v) => match self.truthy(&v, cond.span) {
-                        Ok(t) => {
-                            // A compile-time condition: only the taken branch exists, and it
-                            // shares the enclosing scope, so splice it in place.
-                            let taken = if t { body } else { orelse };
-                            let mut seq: Vec<&'a Stmt> = taken.iter().collect();
-                            seq.extend_from_slice(rest);
-                            return self.block(&seq, tail);
-                        }
-                        Err(Failed) => self.poison(&[s]),
-                    },
-                },
+                }
                 _ => {
                     if self.stmt(s).is_err() {
                         self.poison(&[s]);
@@ -366,11 +341,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Module(_) | Val::Func(_) | Val::Bound(..) => Ok(true),
             Val::Undef(_) => Err(Failed),
             Val::Tensor(_) => {
-                let d = Diagnostic::error(
-                    "expected a compile-time condition",
-                    span,
-                    "known only at run time",
-                );
+                let d =
+                    Diagnostic::error("expected a compile-time condition", span, "known only at run time");
                 self.fail(d)
             }
         }
@@ -392,20 +364,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 };
                 let cur = self.lookup(name, target.span)?;
                 let rhs = self.expr(value)?;
-                let v = self.binary(
-                    *op,
-                    Opnd::new(cur, target.span),
-                    Opnd::new(rhs, value.span),
-                    s.span,
-                )?;
+                let v = self.binary(*op, Opnd::new(cur, target.span), Opnd::new(rhs, value.span), s.span)?;
                 self.env.insert(name.clone(), v);
                 Ok(())
             }
-            StmtKind::AnnAssign {
-                target,
-                annotation,
-                value,
-            } => {
+            StmtKind::AnnAssign { target, annotation, value } => {
                 let Some(value) = value else { return Ok(()) };
                 let v = self.expr(value)?;
                 if is_constexpr_annotation(annotation) && !v.is_compile_time() {
@@ -418,20 +381,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 }
                 self.assign(target, v)
             }
-            StmtKind::For {
-                target,
-                iter,
-                body,
-                orelse,
-            } => self.lower_for(s, target, iter, body, orelse),
+            StmtKind::For { target, iter, body, orelse } => self.lower_for(s, target, iter, body, orelse),
             StmtKind::While { cond, body, orelse } => self.lower_while(s, cond, body, orelse),
             StmtKind::Pass => Ok(()),
             StmtKind::Break | StmtKind::Continue => {
-                let kw = if matches!(s.kind, StmtKind::Break) {
-                    "break"
-                } else {
-                    "continue"
-                };
+                let kw = if matches!(s.kind, StmtKind::Break) { "break" } else { "continue" };
                 let d = Diagnostic::error(format!("`{kw}` is not supported in Triton kernels"), s.span, "")
                     .with_help("make the loop condition (`while`) or an `if` around the rest of the body say when to stop");
                 self.fail(d)
@@ -502,11 +456,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 };
                 if values.len() != items.len() {
                     let d = Diagnostic::error(
-                        format!(
-                            "cannot unpack {} values into {} names",
-                            values.len(),
-                            items.len()
-                        ),
+                        format!("cannot unpack {} values into {} names", values.len(), items.len()),
                         target.span,
                         "",
                     );
@@ -529,9 +479,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 "blocks are immutable values",
             )
             .with_help("build the new block with `tl.where(mask, new, old)`"),
-            ExprKind::Attribute { .. } => {
-                Diagnostic::error("cannot assign to an attribute", target.span, "")
-            }
+            ExprKind::Attribute { .. } => Diagnostic::error("cannot assign to an attribute", target.span, ""),
             _ => Diagnostic::error("cannot assign to this expression", target.span, ""),
         };
         self.fail(d)
@@ -548,18 +496,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     "may be undefined here",
                 )
                 .with_label(*at, "the `if` that assigns it in one branch only")
-                .with_help(format!(
-                    "assign `{name}` before the `if` or in both branches"
-                )),
+                .with_help(format!("assign `{name}` before the `if` or in both branches")),
                 Val::Undef(Undef::InLoop(at)) => Diagnostic::error(
                     format!("`{name}` is first assigned inside a loop and cannot be used after it"),
                     span,
                     "used after the loop",
                 )
                 .with_label(*at, "the loop")
-                .with_help(format!(
-                    "assign `{name}` before the loop so that it is carried through it"
-                )),
+                .with_help(format!("assign `{name}` before the loop so that it is carried through it")),
                 Val::Undef(Undef::LoopVar(at)) => Diagnostic::error(
                     format!("the loop variable `{name}` cannot be used after its loop"),
                     span,
@@ -581,19 +525,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         if let Some(b) = Builtin::python(name) {
             return Ok(Val::Func(Callee::Builtin(b)));
         }
-        let mut d = Diagnostic::error(
-            format!("unknown name `{name}`"),
-            span,
-            "not defined in this kernel",
-        );
+        let mut d = Diagnostic::error(format!("unknown name `{name}`"), span, "not defined in this kernel");
         let mut candidates: Vec<&str> = self.env.keys().map(String::as_str).collect();
         candidates.extend(self.ast.functions.iter().map(|f| f.name.name.as_str()));
         candidates.extend(["tl", "triton", "range", "min", "max"]);
         if let Some(s) = suggest(name, candidates) {
             d = d.with_help(format!("did you mean `{s}`?"));
         } else if matches!(name, "torch" | "np" | "numpy" | "math") {
-            d = d
-                .with_note("only `triton.language` (imported as `tl`) can be used inside a kernel");
+            d = d.with_note("only `triton.language` (imported as `tl`) can be used inside a kernel");
         } else {
             d = d.with_note(
                 "a kernel sees its parameters, its local variables, the file's @jit functions and `tl`; \
@@ -647,11 +586,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 return self.fail(d);
             };
             if bound[i].is_some() {
-                let d = Diagnostic::error(
-                    format!("`{fname}` got `{name}` twice"),
-                    nspan,
-                    "given again here",
-                );
+                let d = Diagnostic::error(format!("`{fname}` got `{name}` twice"), nspan, "given again here");
                 return self.fail(d);
             }
             bound[i] = Some(a);
@@ -670,10 +605,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     }
                     None => {
                         let d = Diagnostic::error(
-                            format!(
-                                "missing argument `{}` in the call to `{fname}`",
-                                p.name.name
-                            ),
+                            format!("missing argument `{}` in the call to `{fname}`", p.name.name),
                             args.span,
                             "",
                         )
@@ -684,7 +616,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             };
             if p.annotation.as_ref().is_some_and(is_constexpr_annotation) && !v.is_compile_time() {
                 let d = Diagnostic::error(
-                    format!("parameter `{}` of `{fname}` is a `tl.constexpr` but receives a run-time value", p.name.name),
+                    format!(
+                        "parameter `{}` of `{fname}` is a `tl.constexpr` but receives a run-time value",
+                        p.name.name
+                    ),
                     args.span,
                     "in this call",
                 )
@@ -717,12 +652,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         if t.elem == lnc_bir::Elem::Scalar(lnc_bir::DType::I1) {
             return v;
         }
-        self.emit(
-            Opcode::Cast,
-            vec![v],
-            t.with_elem(lnc_bir::Elem::Scalar(lnc_bir::DType::I1)),
-            span,
-        )
+        self.emit(Opcode::Cast, vec![v], t.with_elem(lnc_bir::Elem::Scalar(lnc_bir::DType::I1)), span)
     }
 
     /// A throwaway value of type `ty`, standing for a value whose identity does not matter

@@ -23,16 +23,8 @@ pub(crate) fn broadcast_shapes(a: Shape, b: Shape) -> Result<Shape, usize> {
     let rank = a.len().max(b.len());
     let mut dims = vec![0u32; rank];
     for (i, d) in dims.iter_mut().enumerate() {
-        let x = if i + a.len() >= rank {
-            a[i + a.len() - rank]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= rank {
-            b[i + b.len() - rank]
-        } else {
-            1
-        };
+        let x = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
+        let y = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
         *d = if x == 1 {
             y
         } else if y == 1 || x == y {
@@ -71,11 +63,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let (i, f, nonzero) = match *c {
             Cv::Int(i) => (i as i64, i as f64, i != 0),
             Cv::Bool(b) => (b as i64, b as i64 as f64, b),
-            Cv::Float(x) => (
-                if x.is_finite() { x.trunc() as i64 } else { 0 },
-                x,
-                x != 0.0,
-            ),
+            Cv::Float(x) => (if x.is_finite() { x.trunc() as i64 } else { 0 }, x, x != 0.0),
             _ => (0, 0.0, false),
         };
         let k = if d.is_float() {
@@ -99,11 +87,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Undef(_) => Err(Failed),
             other => {
                 let what = self.describe(other);
-                let d = Diagnostic::error(
-                    format!("expected a scalar or a block, got {what}"),
-                    o.span,
-                    "",
-                );
+                let d = Diagnostic::error(format!("expected a scalar or a block, got {what}"), o.span, "");
                 self.fail(d)
             }
         }
@@ -163,11 +147,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let axis = broadcast_shapes(a.0, b.0).err().unwrap_or(0);
         let dim = |s: Shape| {
             let d = s.dims();
-            if axis + d.len() >= rank {
-                d[axis + d.len() - rank]
-            } else {
-                1
-            }
+            if axis + d.len() >= rank { d[axis + d.len() - rank] } else { 1 }
         };
         let d = Diagnostic::error(
             format!("incompatible shapes {} and {}{what}", shape_str(a.0), shape_str(b.0)),
@@ -221,11 +201,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Undef(_) => Err(Failed),
             other => {
                 let what = self.describe(other);
-                let d = Diagnostic::error(
-                    format!("unsupported operand for `{opname}`: {what}"),
-                    o.span,
-                    "",
-                );
+                let d = Diagnostic::error(format!("unsupported operand for `{opname}`: {what}"), o.span, "");
                 self.fail(d)
             }
         }
@@ -263,10 +239,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             let (lo, hi) = int_range(d);
             if i < 0 && !d.is_signed() {
                 let e = Diagnostic::error(
-                    format!(
-                        "cannot combine a {} value with the negative constant {i}",
-                        d.tl_name()
-                    ),
+                    format!("cannot combine a {} value with the negative constant {i}", d.tl_name()),
                     o.span,
                     "negative",
                 )
@@ -331,13 +304,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         if matches!(op, BinOp::Add | BinOp::Sub) && (self.is_ptr(&l) || self.is_ptr(&r)) {
             return self.ptr_arith(op, &l, &r, span);
         }
-        let (a, b, d) = self.numeric_pair(
-            &l,
-            &r,
-            matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Mod),
-            sym,
-            span,
-        )?;
+        let (a, b, d) =
+            self.numeric_pair(&l, &r, matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Mod), sym, span)?;
         let t = self.ty(a);
         let bop = match op {
             BinOp::Add => BBin::Add,
@@ -346,28 +314,17 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             BinOp::Div => {
                 // Integer true division computes in float32, as in Triton.
                 let (a, b) = if d.is_int() {
-                    (
-                        self.cast(a, DType::F32, l.span),
-                        self.cast(b, DType::F32, r.span),
-                    )
+                    (self.cast(a, DType::F32, l.span), self.cast(b, DType::F32, r.span))
                 } else {
                     (a, b)
                 };
                 let t = self.ty(a);
-                return Ok(Val::Tensor(self.emit(
-                    Opcode::Binary(BBin::Div),
-                    vec![a, b],
-                    t,
-                    span,
-                )));
+                return Ok(Val::Tensor(self.emit(Opcode::Binary(BBin::Div), vec![a, b], t, span)));
             }
             BinOp::FloorDiv => {
                 if d.is_float() {
                     let e = Diagnostic::error(
-                        format!(
-                            "`//` needs integer operands; Triton does not define it on {}",
-                            d.tl_name()
-                        ),
+                        format!("`//` needs integer operands; Triton does not define it on {}", d.tl_name()),
                         span,
                         "",
                     )
@@ -392,10 +349,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
                 if d.is_float() {
                     let e = Diagnostic::error(
-                        format!(
-                            "`{sym}` needs integer or boolean operands, got {}",
-                            d.tl_name()
-                        ),
+                        format!("`{sym}` needs integer or boolean operands, got {}", d.tl_name()),
                         span,
                         "",
                     )
@@ -414,12 +368,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             // Rejected before the operands were converted.
             BinOp::MatMul => return Err(Failed),
         };
-        Ok(Val::Tensor(self.emit(
-            Opcode::Binary(bop),
-            vec![a, b],
-            t,
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Binary(bop), vec![a, b], t, span)))
     }
 
     fn operand_desc(&self, o: &Opnd) -> String {
@@ -440,9 +389,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 Diagnostic::error("subtracting pointers is not supported", span, "")
                     .with_help("subtract the integer offsets the pointers were built from instead")
             };
-            let d = d
-                .with_label(l.span, self.operand_desc(l))
-                .with_label(r.span, self.operand_desc(r));
+            let d = d.with_label(l.span, self.operand_desc(l)).with_label(r.span, self.operand_desc(r));
             return self.fail(d);
         }
         let (ptr, off) = if lp { (l, r) } else { (r, l) };
@@ -529,10 +476,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 && !c.is_number()
             {
                 let d = Diagnostic::error(
-                    format!(
-                        "cannot compare a run-time value with {}",
-                        crate::diag::cv_str(c)
-                    ),
+                    format!("cannot compare a run-time value with {}", crate::diag::cv_str(c)),
                     span,
                     "",
                 )
@@ -576,11 +520,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     return Ok(Val::Const(Cv::Bool(false)));
                 }
                 let what = self.describe(other);
-                let d = Diagnostic::error(
-                    format!("bad operand for a unary operator: {what}"),
-                    x.span,
-                    "",
-                );
+                let d = Diagnostic::error(format!("bad operand for a unary operator: {what}"), x.span, "");
                 return self.fail(d);
             }
         };
@@ -615,12 +555,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     // Python's `not x` is `x == 0` for numbers.
                     let z = self.const_of(&Cv::Int(0), d, span);
                     let z = self.splat(z, t.shape, span);
-                    self.emit(
-                        Opcode::Cmp(BCmp::Eq),
-                        vec![v, z],
-                        t.with_elem(Elem::Scalar(DType::I1)),
-                        span,
-                    )
+                    self.emit(Opcode::Cmp(BCmp::Eq), vec![v, z], t.with_elem(Elem::Scalar(DType::I1)), span)
                 }
             }
         };
@@ -642,20 +577,12 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Val::Undef(_) => return Err(Failed),
             other => {
                 let what = self.describe(other);
-                let e = Diagnostic::error(
-                    format!("cannot convert {what} to {}", d.tl_name()),
-                    x.span,
-                    "",
-                );
+                let e = Diagnostic::error(format!("cannot convert {what} to {}", d.tl_name()), x.span, "");
                 return self.fail(e);
             }
         };
         if self.ty(v).elem.is_ptr() {
-            let e = Diagnostic::error(
-                "converting pointers is not supported",
-                x.span,
-                type_str(self.ty(v)),
-            );
+            let e = Diagnostic::error("converting pointers is not supported", x.span, type_str(self.ty(v)));
             return self.fail(e);
         }
         if bitcast {
@@ -672,23 +599,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         }
         if src.bits() != d.bits() {
             let e = Diagnostic::error(
-                format!(
-                    "cannot bitcast a {}-bit type to a {}-bit type",
-                    src.bits(),
-                    d.bits()
-                ),
+                format!("cannot bitcast a {}-bit type to a {}-bit type", src.bits(), d.bits()),
                 span,
                 "",
             )
             .with_label(vspan, type_str(t));
             return self.fail(e);
         }
-        Ok(Val::Tensor(self.emit(
-            Opcode::Bitcast,
-            vec![v],
-            t.with_elem(Elem::Scalar(d)),
-            span,
-        )))
+        Ok(Val::Tensor(self.emit(Opcode::Bitcast, vec![v], t.with_elem(Elem::Scalar(d)), span)))
     }
 }
 
@@ -700,10 +618,7 @@ mod tests {
     fn broadcasting() {
         let s = |d: &[u32]| Shape::new(d).unwrap();
         assert_eq!(broadcast_shapes(s(&[128]), s(&[])), Ok(s(&[128])));
-        assert_eq!(
-            broadcast_shapes(s(&[32, 1]), s(&[1, 128])),
-            Ok(s(&[32, 128]))
-        );
+        assert_eq!(broadcast_shapes(s(&[32, 1]), s(&[1, 128])), Ok(s(&[32, 128])));
         assert_eq!(broadcast_shapes(s(&[128]), s(&[32, 1])), Ok(s(&[32, 128])));
         assert_eq!(broadcast_shapes(s(&[128]), s(&[64])), Err(0));
         assert_eq!(broadcast_shapes(s(&[4, 8]), s(&[2, 8])), Err(0));

@@ -133,11 +133,7 @@ pub(crate) fn literal_dtype(c: &Cv) -> Option<DType> {
 /// The range of an integer dtype.
 pub(crate) fn int_range(d: DType) -> (i128, i128) {
     let bits = d.bits();
-    if signed(d) {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    }
+    if signed(d) { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) }
 }
 
 #[cfg(test)]

@@ -108,10 +108,7 @@ pub(crate) fn literal_default(e: &ast::Expr) -> Option<ConstValue> {
         ast::ExprKind::Int(i) => i64::try_from(*i).ok().map(ConstValue::Int),
         ast::ExprKind::Float(f) => Some(ConstValue::Float(*f)),
         ast::ExprKind::Bool(b) => Some(ConstValue::Bool(*b)),
-        ast::ExprKind::Unary {
-            op: ast::UnaryOp::Neg,
-            operand,
-        } => match literal_default(operand)? {
+        ast::ExprKind::Unary { op: ast::UnaryOp::Neg, operand } => match literal_default(operand)? {
             ConstValue::Int(i) => i.checked_neg().map(ConstValue::Int),
             ConstValue::Float(f) => Some(ConstValue::Float(-f)),
             ConstValue::Bool(_) => None,
@@ -142,13 +139,8 @@ fn parse_literal(s: &str) -> Option<ConstValue> {
         return Some(ConstValue::Int(if neg { -i } else { i }));
     }
     let looks_float = body.bytes().any(|b| b.is_ascii_digit())
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
-    let special = matches!(
-        body.to_ascii_lowercase().as_str(),
-        "inf" | "infinity" | "nan"
-    );
+        && body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let special = matches!(body.to_ascii_lowercase().as_str(), "inf" | "infinity" | "nan");
     if looks_float || special {
         return digits.parse::<f64>().ok().map(ConstValue::Float);
     }
@@ -163,7 +155,8 @@ fn parse_entry(text: &str) -> Result<SigEntry, (String, String)> {
         return DType::from_sig_name(p.trim()).map(SigEntry::Ptr).ok_or_else(|| {
             (
                 format!("unknown pointer type `{text}` in the signature"),
-                "pointer types are `*fp16`, `*bf16`, `*fp32`, `*fp64`, `*i1`, `*i8`…`*i64`, `*u8`…`*u64`".into(),
+                "pointer types are `*fp16`, `*bf16`, `*fp32`, `*fp64`, `*i1`, `*i8`…`*i64`, `*u8`…`*u64`"
+                    .into(),
             )
         });
     }
@@ -186,11 +179,8 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
     let params = &kernel.params;
     let fname = &kernel.name.name;
     let mut given: Vec<Option<SigEntry>> = vec![None; params.len()];
-    let items: Vec<&str> = if text.trim().is_empty() {
-        Vec::new()
-    } else {
-        text.split(',').map(str::trim).collect()
-    };
+    let items: Vec<&str> =
+        if text.trim().is_empty() { Vec::new() } else { text.split(',').map(str::trim).collect() };
     let mut positional = 0usize;
     let mut seen_named = false;
     for item in items {
@@ -211,9 +201,7 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
                 let name = name.trim();
                 let Some(i) = params.iter().position(|p| p.name.name == name) else {
                     let mut d = Diagnostic::error(
-                        format!(
-                            "the signature names `{name}`, which is not a parameter of `{fname}`"
-                        ),
+                        format!("the signature names `{name}`, which is not a parameter of `{fname}`"),
                         kernel.name.span,
                         "kernel defined here",
                     );
@@ -251,21 +239,14 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
         let p = &params[index];
         if given[index].is_some() {
             return Err(Diagnostic::error(
-                format!(
-                    "parameter `{}` is given twice in the signature",
-                    p.name.name
-                ),
+                format!("parameter `{}` is given twice in the signature", p.name.name),
                 p.span,
                 "this parameter",
             ));
         }
         let entry = parse_entry(entry_text).map_err(|(msg, help)| {
-            Diagnostic::error(
-                format!("{msg} for parameter `{}`", p.name.name),
-                p.span,
-                "this parameter",
-            )
-            .with_help(help)
+            Diagnostic::error(format!("{msg} for parameter `{}`", p.name.name), p.span, "this parameter")
+                .with_help(help)
         })?;
         let constexpr = p.annotation.as_ref().is_some_and(is_constexpr_annotation);
         if constexpr && !matches!(entry, SigEntry::Const(_)) {
@@ -286,29 +267,27 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
     for (p, g) in params.iter().zip(given) {
         match g {
             Some(e) => entries.push(e),
-            None => {
-                match &p.default {
-                    Some(d) => match literal_default(d) {
-                        Some(c) => entries.push(SigEntry::Const(c)),
-                        None => {
-                            return Err(Diagnostic::error(
-                            format!("the default value of `{}` is not a literal lnc can specialize on", p.name.name),
+            None => match &p.default {
+                Some(d) => match literal_default(d) {
+                    Some(c) => entries.push(SigEntry::Const(c)),
+                    None => {
+                        return Err(Diagnostic::error(
+                            format!(
+                                "the default value of `{}` is not a literal lnc can specialize on",
+                                p.name.name
+                            ),
                             d.span,
                             "this default",
                         )
                         .with_help(format!("give `{}` a value in the signature", p.name.name)));
-                        }
-                    },
-                    None => missing.push(p),
-                }
-            }
+                    }
+                },
+                None => missing.push(p),
+            },
         }
     }
     if let Some(first) = missing.first() {
-        let names: Vec<String> = missing
-            .iter()
-            .map(|p| format!("`{}`", p.name.name))
-            .collect();
+        let names: Vec<String> = missing.iter().map(|p| format!("`{}`", p.name.name)).collect();
         return Err(Diagnostic::error(
             format!(
                 "the signature has {} entr{} but `{fname}` has {} parameters: {} missing",

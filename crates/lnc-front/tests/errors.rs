@@ -573,10 +573,7 @@ def k(X, n):
 
 #[test]
 fn unknown_kernel() {
-    let file = lnc_diag::SourceFile::new(
-        "k.py",
-        format!("{PRELUDE}@triton.jit\ndef kernel(X):\n    pass\n"),
-    );
+    let file = lnc_diag::SourceFile::new("k.py", format!("{PRELUDE}@triton.jit\ndef kernel(X):\n    pass\n"));
     let ast = lnc_syntax::parse_file(&file).unwrap();
     let sig = lnc_front::Signature { entries: vec![] };
     let d = lnc_front::lower_kernel(&file, &ast, "kernal", &sig).unwrap_err();

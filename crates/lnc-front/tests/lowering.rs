@@ -13,9 +13,7 @@ fn k(body: &str) -> String {
 
 /// The printed type of the first instruction whose line contains `needle`.
 fn line_with<'s>(out: &'s str, needle: &str) -> &'s str {
-    out.lines()
-        .find(|l| l.contains(needle))
-        .unwrap_or_else(|| panic!("no `{needle}` in:\n{out}"))
+    out.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no `{needle}` in:\n{out}"))
 }
 
 #[test]
@@ -80,10 +78,7 @@ def tile(X, M, N, BM: tl.constexpr, BN: tl.constexpr):
 "#);
     let out = bir(&src, "tile", "*fp32,i32,i32,16,32");
     assert!(line_with(&out, "= and").ends_with("<16x32xi1>"), "{out}");
-    assert!(
-        line_with(&out, "reduce sum").ends_with("<32xfp32>"),
-        "{out}"
-    );
+    assert!(line_with(&out, "reduce sum").ends_with("<32xfp32>"), "{out}");
     insta::assert_snapshot!(out);
 }
 
@@ -282,10 +277,7 @@ def cond(X, n, FLAG: tl.constexpr):
     tl.store(X + pid, v + w, mask=ok)
 "#);
     let out = bir(&src, "cond", "*fp32,i32,True");
-    assert!(
-        out.contains("const 3.0 : fp32") || out.contains("const 3 "),
-        "{out}"
-    );
+    assert!(out.contains("const 3.0 : fp32") || out.contains("const 3 "), "{out}");
     insta::assert_snapshot!(out);
 }
 

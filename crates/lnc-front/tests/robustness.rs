@@ -5,17 +5,9 @@ mod common;
 
 use lnc_diag::SourceFile;
 
-const SEED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/seeds/triton_05_layer_norm.py"
-);
+const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/seeds/triton_05_layer_norm.py");
 
-fn check(
-    file: &SourceFile,
-    ast: &lnc_syntax::ast::File,
-    kernel: &str,
-    sig: &lnc_front::Signature,
-) -> bool {
+fn check(file: &SourceFile, ast: &lnc_syntax::ast::File, kernel: &str, sig: &lnc_front::Signature) -> bool {
     match lnc_front::lower_kernel(file, ast, kernel, sig) {
         Ok(f) => {
             if let Err(e) = lnc_bir::verify::verify(&f) {
@@ -39,35 +31,21 @@ fn seed_kernels_with_a_statement_removed() {
     let file = SourceFile::new("seed.py", text);
     let ast = lnc_syntax::parse_file(&file).unwrap();
     let sigs = [
-        (
-            "_layer_norm_fwd_fused",
-            "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
-        ),
+        ("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024"),
         (
             "_layer_norm_bwd_dx_fused",
             "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,64,1024",
         ),
-        (
-            "_layer_norm_bwd_dwdb",
-            "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128",
-        ),
+        ("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128"),
     ];
     let (mut ok, mut failed) = (0, 0);
     for (kernel, sig) in sigs {
-        let idx = ast
-            .functions
-            .iter()
-            .position(|f| f.name.name == kernel)
-            .unwrap();
+        let idx = ast.functions.iter().position(|f| f.name.name == kernel).unwrap();
         let s = lnc_front::parse_signature(sig, &ast.functions[idx]).unwrap();
         for i in 0..ast.functions[idx].body.len() {
             let mut mutated = ast.clone();
             mutated.functions[idx].body.remove(i);
-            if check(&file, &mutated, kernel, &s) {
-                ok += 1
-            } else {
-                failed += 1
-            }
+            if check(&file, &mutated, kernel, &s) { ok += 1 } else { failed += 1 }
         }
     }
     // Removing a statement either leaves a valid kernel or breaks a later use of a name.
@@ -80,31 +58,19 @@ fn seed_kernels_on_other_types() {
     let file = SourceFile::new("seed.py", text);
     let ast = lnc_syntax::parse_file(&file).unwrap();
     let sigs = [
-        (
-            "_layer_norm_fwd_fused",
-            "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
-        ),
+        ("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024"),
         (
             "_layer_norm_bwd_dx_fused",
             "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,64,1024",
         ),
-        (
-            "_layer_norm_bwd_dwdb",
-            "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128",
-        ),
+        ("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128"),
     ];
-    let ptrs = [
-        "*fp16", "*bf16", "*fp64", "*i8", "*i32", "*i64", "*u8", "*u32", "*i1",
-    ];
+    let ptrs = ["*fp16", "*bf16", "*fp64", "*i8", "*i32", "*i64", "*u8", "*u32", "*i1"];
     let scalars = ["i64", "u32", "fp32", "fp16", "i1", "7", "2.5", "True"];
     let consts = ["1", "16", "3", "0", "-4", "2.0", "False"];
     let mut lowered = 0;
     for (kernel, sig) in sigs {
-        let f = ast
-            .functions
-            .iter()
-            .find(|f| f.name.name == kernel)
-            .unwrap();
+        let f = ast.functions.iter().find(|f| f.name.name == kernel).unwrap();
         // Every pointer of one element type: the 16-bit float ones must lower (with fp64,
         // `partial_dw` of the dx kernel changes type in a branch, an error in Triton too).
         for p in ptrs {
@@ -187,10 +153,7 @@ fn odd_kernels_never_panic() {
         let file = SourceFile::new("odd.py", src);
         let ast = match lnc_syntax::parse_file(&file) {
             Ok(a) => a,
-            Err(d) => panic!(
-                "case {n} does not parse:\n{}",
-                lnc_diag::render_all(&d, &file)
-            ),
+            Err(d) => panic!("case {n} does not parse:\n{}", lnc_diag::render_all(&d, &file)),
         };
         let f = ast.functions.iter().find(|f| f.name.name == "k").unwrap();
         for sig in ["*fp32", "*i32", "*fp16", "1"] {

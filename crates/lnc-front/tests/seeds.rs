@@ -4,21 +4,13 @@ mod common;
 
 use lnc_diag::SourceFile;
 
-const SEED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/seeds/triton_05_layer_norm.py"
-);
+const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/seeds/triton_05_layer_norm.py");
 
 fn lower_seed(kernel: &str, sig: &str) -> String {
     let text = std::fs::read_to_string(SEED).expect("seed file");
     let file = SourceFile::new("triton_05_layer_norm.py", text);
-    let ast = lnc_syntax::parse_file(&file)
-        .unwrap_or_else(|d| panic!("{}", lnc_diag::render_all(&d, &file)));
-    let f = ast
-        .functions
-        .iter()
-        .find(|f| f.name.name == kernel)
-        .expect("kernel in seed");
+    let ast = lnc_syntax::parse_file(&file).unwrap_or_else(|d| panic!("{}", lnc_diag::render_all(&d, &file)));
+    let f = ast.functions.iter().find(|f| f.name.name == kernel).expect("kernel in seed");
     let s = lnc_front::parse_signature(sig, f).unwrap_or_else(|d| panic!("{}", d.render(&file)));
     if !sig.contains('=') {
         assert_eq!(s.to_string(), sig, "the signature prints back canonically");
@@ -34,10 +26,7 @@ fn lower_seed(kernel: &str, sig: &str) -> String {
 
 #[test]
 fn layer_norm_forward() {
-    let out = lower_seed(
-        "_layer_norm_fwd_fused",
-        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
-    );
+    let out = lower_seed("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024");
     insta::assert_snapshot!(out);
 }
 
@@ -52,10 +41,7 @@ fn layer_norm_backward_dx() {
 
 #[test]
 fn layer_norm_backward_dwdb() {
-    let out = lower_seed(
-        "_layer_norm_bwd_dwdb",
-        "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128",
-    );
+    let out = lower_seed("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128");
     insta::assert_snapshot!(out);
 }
 

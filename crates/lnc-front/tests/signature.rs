@@ -64,11 +64,9 @@ fn literals_for_runtime_parameters_and_hints() {
 
 #[test]
 fn canonical_text_parses_back() {
-    for sig in [
-        "*fp32,*fp32,i32,fp32,1024",
-        "*i1,*u8,u64,0.5,2,False,1e-5,-3",
-        "*i64,*fp64,i1,bf16,1,True,2.0,0",
-    ] {
+    for sig in
+        ["*fp32,*fp32,i32,fp32,1024", "*i1,*u8,u64,0.5,2,False,1e-5,-3", "*i64,*fp64,i1,bf16,1,True,2.0,0"]
+    {
         let s = parse(sig).unwrap();
         let again = parse(&s.to_string()).unwrap();
         assert_eq!(s, again, "{sig}");

@@ -21,11 +21,7 @@ impl Builder {
     /// A builder appending to `func`'s body.
     pub fn new(mut func: Function) -> Builder {
         let body = std::mem::take(&mut func.body);
-        Builder {
-            func,
-            stack: vec![body],
-            entry_len: 0,
-        }
+        Builder { func, stack: vec![body], entry_len: 0 }
     }
 
     /// Appends an instruction and returns it.

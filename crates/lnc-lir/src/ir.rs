@@ -268,11 +268,7 @@ pub struct Function {
 impl Function {
     /// Total scratch bytes a program needs.
     pub fn scratch_bytes(&self) -> u32 {
-        self.scratch
-            .iter()
-            .map(|s| s.offset + s.len * s.dtype.size())
-            .max()
-            .unwrap_or(0)
+        self.scratch.iter().map(|s| s.offset + s.len * s.dtype.size()).max().unwrap_or(0)
     }
 
     /// Type of a value.
@@ -281,28 +277,12 @@ impl Function {
     }
 
     /// Creates a detached instruction with fresh results.
-    pub fn create_inst(
-        &mut self,
-        opcode: Opcode,
-        args: Vec<Value>,
-        result_types: &[Ty],
-        span: Span,
-    ) -> Inst {
-        let inst = self.insts.push(InstData {
-            opcode,
-            args,
-            results: Vec::new(),
-            regions: Vec::new(),
-        });
+    pub fn create_inst(&mut self, opcode: Opcode, args: Vec<Value>, result_types: &[Ty], span: Span) -> Inst {
+        let inst = self.insts.push(InstData { opcode, args, results: Vec::new(), regions: Vec::new() });
         let results = result_types
             .iter()
             .enumerate()
-            .map(|(n, &ty)| {
-                self.values.push(ValueData {
-                    ty,
-                    def: ValueDef::Result(inst, n as u32),
-                })
-            })
+            .map(|(n, &ty)| self.values.push(ValueData { ty, def: ValueDef::Result(inst, n as u32) }))
             .collect();
         self.insts[inst].results = results;
         self.spans[inst] = span;
@@ -311,10 +291,7 @@ impl Function {
 
     /// Creates a region argument.
     pub fn create_region_arg(&mut self, inst: Inst, region: u32, index: u32, ty: Ty) -> Value {
-        self.values.push(ValueData {
-            ty,
-            def: ValueDef::RegionArg(inst, region, index),
-        })
+        self.values.push(ValueData { ty, def: ValueDef::RegionArg(inst, region, index) })
     }
 
     /// Visits every instruction reachable from the body, parents first.
@@ -334,19 +311,12 @@ impl Function {
 impl Function {
     /// An empty function.
     pub fn new(name: impl Into<String>) -> Function {
-        Function {
-            name: name.into(),
-            ..Function::default()
-        }
+        Function { name: name.into(), ..Function::default() }
     }
 
     /// Declares a runtime argument in ABI slot `slot`.
     pub fn add_arg(&mut self, name: impl Into<String>, slot: u32, ty: Ty) {
-        self.args.push(ArgInfo {
-            name: name.into(),
-            slot,
-            ty,
-        });
+        self.args.push(ArgInfo { name: name.into(), slot, ty });
     }
 
     /// The argument in ABI slot `slot`.

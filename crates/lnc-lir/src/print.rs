@@ -34,14 +34,7 @@ pub fn print_function(f: &Function) -> String {
 /// Prints `f` with the lines `annotate(inst)` returns as `; ` comments under each
 /// instruction (the verifier marks its errors this way).
 pub fn print_function_annotated(f: &Function, annotate: &dyn Fn(Inst) -> Vec<String>) -> String {
-    Printer {
-        f,
-        names: Names::new(f),
-        annotate,
-        visited: SecondaryMap::new(),
-        out: String::new(),
-    }
-    .function()
+    Printer { f, names: Names::new(f), annotate, visited: SecondaryMap::new(), out: String::new() }.function()
 }
 
 /// The one-line text of an instruction (without its regions), numbered as in the whole
@@ -176,36 +169,17 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
         Opcode::Cmp(op) => {
             let _ = write!(s, "cmp {} {}", op.name(), list(names, args));
         }
-        Opcode::Load {
-            addr,
-            has_mask,
-            has_other,
-            site: k,
-        } => {
+        Opcode::Load { addr, has_mask, has_other, site: k } => {
             let _ = write!(s, "load.{} {}", addr.name(), access(names, args, 0, has_mask, has_other));
             site = Some(format!("  ; site {k}"));
         }
-        Opcode::Store {
-            addr,
-            has_mask,
-            site: k,
-        } => {
+        Opcode::Store { addr, has_mask, site: k } => {
             let _ = write!(s, "store.{} {}", addr.name(), access(names, args, 1, has_mask, false));
             site = Some(format!("  ; site {k}"));
         }
-        Opcode::Atomic {
-            op,
-            addr,
-            has_mask,
-            site: k,
-        } => {
-            let _ = write!(
-                s,
-                "atomic.{}.{} {}",
-                op.name(),
-                addr.name(),
-                access(names, args, 1, has_mask, false)
-            );
+        Opcode::Atomic { op, addr, has_mask, site: k } => {
+            let _ =
+                write!(s, "atomic.{}.{} {}", op.name(), addr.name(), access(names, args, 1, has_mask, false));
             site = Some(format!("  ; site {k}"));
         }
         Opcode::AtomicCas { addr, site: k } => {
@@ -319,26 +293,20 @@ struct Printer<'a> {
 impl Printer<'_> {
     fn function(mut self) -> String {
         let f = self.f;
-        let args: Vec<String> = f
-            .args
-            .iter()
-            .map(|a| format!("{}: {} @slot{}", a.name, a.ty, a.slot))
-            .collect();
+        let args: Vec<String> =
+            f.args.iter().map(|a| format!("{}: {} @slot{}", a.name, a.ty, a.slot)).collect();
         let _ = writeln!(self.out, "kernel @{}({})", f.name, args.join(", "));
         for (k, s) in f.scratch.iter().enumerate() {
-            let _ = writeln!(
-                self.out,
-                "  scratch s{k}: {}[{}] at byte {}",
-                s.dtype, s.len, s.offset
-            );
+            let _ = writeln!(self.out, "  scratch s{k}: {}[{}] at byte {}", s.dtype, s.len, s.offset);
         }
         for (k, s) in f.sites.iter().enumerate() {
-            let name = f.arg(s.arg).map_or(String::new(), |a| format!(" ({})", a.name));
-            let _ = writeln!(
-                self.out,
-                "  site {k}: arg {}{name} span {}..{}",
-                s.arg, s.span.start, s.span.end
-            );
+            let arg = match f.arg(s.arg) {
+                Some(a) => format!("arg {} ({})", s.arg, a.name),
+                // Asserts check no memory.
+                None if s.arg == u32::MAX => "no arg".to_string(),
+                None => format!("arg {} (missing)", s.arg),
+            };
+            let _ = writeln!(self.out, "  site {k}: {arg} span {}..{}", s.span.start, s.span.end);
         }
         self.out.push_str("{\n");
         if !f.body.args.is_empty() {
@@ -398,11 +366,7 @@ impl Printer<'_> {
             let shown = matches!(data.opcode, Opcode::For | Opcode::While) && k == 0
                 || data.opcode == Opcode::While && k == 1;
             if !shown && !r.args.is_empty() {
-                let _ = writeln!(
-                    self.out,
-                    "{indent}  ; region arguments: {}",
-                    list(&self.names, &r.args)
-                );
+                let _ = writeln!(self.out, "{indent}  ; region arguments: {}", list(&self.names, &r.args));
             }
             self.insts(r, depth + 1);
         }

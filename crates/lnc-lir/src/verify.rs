@@ -123,11 +123,7 @@ pub fn verify(f: &Function) -> Result<(), VerifierErrors> {
     }
     let errors = v.errors;
     let annotate = |i: Inst| -> Vec<String> {
-        errors
-            .iter()
-            .filter(|e| e.inst == Some(i))
-            .map(|e| format!("error: {}", e.message))
-            .collect()
+        errors.iter().filter(|e| e.inst == Some(i)).map(|e| format!("error: {}", e.message)).collect()
     };
     let mut listing = String::new();
     for e in errors.iter().filter(|e| e.inst.is_none()) {
@@ -135,10 +131,7 @@ pub fn verify(f: &Function) -> Result<(), VerifierErrors> {
     }
     listing.push_str(&print_function_annotated(f, &annotate));
     let n = errors.len();
-    listing.push_str(&format!(
-        "; {n} verifier error{}\n",
-        if n == 1 { "" } else { "s" }
-    ));
+    listing.push_str(&format!("; {n} verifier error{}\n", if n == 1 { "" } else { "s" }));
     Err(VerifierErrors { errors, listing })
 }
 
@@ -190,11 +183,7 @@ fn types_text(ts: &[Ty]) -> String {
 impl<'a> Verifier<'a> {
     fn err(&mut self, inst: Option<Inst>, message: impl Into<String>) {
         let context = inst.map_or(String::new(), |i| print_inst(self.f, i));
-        self.errors.push(VerifierError {
-            inst,
-            context,
-            message: message.into(),
-        });
+        self.errors.push(VerifierError { inst, context, message: message.into() });
     }
 
     fn ty(&self, v: Value) -> Ty {
@@ -214,7 +203,10 @@ impl<'a> Verifier<'a> {
             if a.ty.is_tile() {
                 self.err(
                     None,
-                    format!("argument `{}` has tile type {}; arguments are scalars or pointers", a.name, a.ty),
+                    format!(
+                        "argument `{}` has tile type {}; arguments are scalars or pointers",
+                        a.name, a.ty
+                    ),
                 );
             }
         }
@@ -222,8 +214,11 @@ impl<'a> Verifier<'a> {
             if s.len == 0 {
                 self.err(None, format!("scratch buffer s{k} is empty"));
             }
-            if s.offset % 64 != 0 {
-                self.err(None, format!("scratch buffer s{k} starts at byte {}, not a multiple of 64", s.offset));
+            if !s.offset.is_multiple_of(64) {
+                self.err(
+                    None,
+                    format!("scratch buffer s{k} starts at byte {}, not a multiple of 64", s.offset),
+                );
             }
             let end = |s: &Scratch| s.offset as u64 + s.len as u64 * s.dtype.size() as u64;
             for (j, t) in f.scratch[..k].iter().enumerate() {
@@ -264,7 +259,11 @@ impl<'a> Verifier<'a> {
         {
             self.err(
                 at,
-                format!("type {} of {}: a tile has a power-of-two number of lanes, at least 2", data.ty, self.name(v)),
+                format!(
+                    "type {} of {}: a tile has a power-of-two number of lanes, at least 2",
+                    data.ty,
+                    self.name(v)
+                ),
             );
         }
     }
@@ -294,15 +293,9 @@ impl<'a> Verifier<'a> {
             && matches!(kind, RegionKind::Yielding | RegionKind::Condition)
         {
             let want = if kind == RegionKind::Condition { Opcode::Condition } else { Opcode::Yield };
-            let ends = r
-                .insts
-                .last()
-                .is_some_and(|&t| self.f.insts.get(t).is_some_and(|d| d.opcode == want));
+            let ends = r.insts.last().is_some_and(|&t| self.f.insts.get(t).is_some_and(|d| d.opcode == want));
             if !ends {
-                self.err(
-                    Some(i),
-                    format!("region {ri} does not end with `{}`", want.mnemonic()),
-                );
+                self.err(Some(i), format!("region {ri} does not end with `{}`", want.mnemonic()));
             }
         }
         for v in self.scopes.pop().unwrap_or_default() {
@@ -394,11 +387,7 @@ impl<'a> Verifier<'a> {
     }
 
     fn region_arg_types(&self, r: &Region) -> Vec<Ty> {
-        r.args
-            .iter()
-            .filter(|&&a| self.f.values.is_valid(a))
-            .map(|&a| self.ty(a))
-            .collect()
+        r.args.iter().filter(|&&a| self.f.values.is_valid(a)).map(|&a| self.ty(a)).collect()
     }
 
     fn site(&mut self, i: Inst, site: u32, access: bool) {
@@ -458,12 +447,22 @@ impl<'a> Verifier<'a> {
             Ty::Tile(DType::I1, l) => access.is_tile() && l == access.lanes(),
             _ => false,
         };
-        if !(ok) { self.err(Some(i), format!("mask {} has type {m}; expected i1 or an i1 tile of {access}'s lanes", self.name(mask))); }
+        if !(ok) {
+            self.err(
+                Some(i),
+                format!(
+                    "mask {} has type {m}; expected i1 or an i1 tile of {access}'s lanes",
+                    self.name(mask)
+                ),
+            );
+        }
     }
 
     fn value_of(&mut self, i: Inst, v: Value, what: &str, want: Ty) {
         let t = self.ty(v);
-        if !(t == want) { self.err(Some(i), format!("{what} {} has type {t}, expected {want}", self.name(v))); }
+        if !(t == want) {
+            self.err(Some(i), format!("{what} {} has type {t}, expected {want}", self.name(v)));
+        }
     }
 
     fn opcode(&mut self, i: Inst) {
@@ -480,7 +479,9 @@ impl<'a> Verifier<'a> {
                     None => self.err(Some(i), format!("slot {n} is not an argument")),
                     Some(a) => {
                         let (want, got) = (a.ty, self.res(i, 0));
-                        if !(want == got) { self.err(Some(i), format!("argument {n} has type {want}, the result {got}")); }
+                        if !(want == got) {
+                            self.err(Some(i), format!("argument {n} has type {want}, the result {got}"));
+                        }
                     }
                 }
             }
@@ -498,9 +499,13 @@ impl<'a> Verifier<'a> {
                 if !self.counts(i, 0, 1) {
                     return;
                 }
-                if !(a < 3) { self.err(Some(i), format!("`{m}` axis {a} is not 0, 1 or 2")); }
+                if a >= 3 {
+                    self.err(Some(i), format!("`{m}` axis {a} is not 0, 1 or 2"));
+                }
                 let t = self.res(i, 0);
-                if !(t == Ty::Scalar(DType::I32)) { self.err(Some(i), format!("`{m}` gives i32, not {t}")); }
+                if !(t == Ty::Scalar(DType::I32)) {
+                    self.err(Some(i), format!("`{m}` gives i32, not {t}"));
+                }
             }
             Opcode::Splat => {
                 if !self.counts(i, 1, 1) {
@@ -508,15 +513,23 @@ impl<'a> Verifier<'a> {
                 }
                 let (a, r) = (self.ty(args[0]), self.res(i, 0));
                 let ok = matches!(a, Ty::Scalar(d) if r == Ty::Tile(d, r.lanes()) && r.is_tile());
-                if !(ok) { self.err(Some(i), format!("`splat` makes a tile of a scalar's dtype, not {a} -> {r}")); }
+                if !(ok) {
+                    self.err(Some(i), format!("`splat` makes a tile of a scalar's dtype, not {a} -> {r}"));
+                }
             }
             Opcode::Iota => {
                 if !self.counts(i, 1, 1) {
                     return;
                 }
                 let (a, r) = (self.ty(args[0]), self.res(i, 0));
-                let ok = matches!(a, Ty::Scalar(d @ (DType::I32 | DType::I64)) if r.is_tile() && r.dtype() == d);
-                if !(ok) { self.err(Some(i), format!("`iota` makes an i32/i64 tile from a scalar of its dtype, not {a} -> {r}")); }
+                let ok =
+                    matches!(a, Ty::Scalar(d @ (DType::I32 | DType::I64)) if r.is_tile() && r.dtype() == d);
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!("`iota` makes an i32/i64 tile from a scalar of its dtype, not {a} -> {r}"),
+                    );
+                }
             }
             Opcode::Binary(op) => {
                 if !self.counts(i, 2, 1) {
@@ -524,7 +537,10 @@ impl<'a> Verifier<'a> {
                 }
                 let (a, b, r) = (self.ty(args[0]), self.ty(args[1]), self.res(i, 0));
                 if !(a == b && b == r && is_number(r)) {
-                    self.err(Some(i), format!("`{m}` needs operands and result of one number type, found {a}, {b} -> {r}"));
+                    self.err(
+                        Some(i),
+                        format!("`{m}` needs operands and result of one number type, found {a}, {b} -> {r}"),
+                    );
                     return;
                 }
                 let d = r.dtype();
@@ -544,7 +560,14 @@ impl<'a> Verifier<'a> {
                 }
                 let (a, b, r) = (self.ty(args[0]), self.ty(args[1]), self.res(i, 0));
                 let ok = a == b && is_number(a) && r == with_dtype(a, DType::I1);
-                if !(ok) { self.err(Some(i), format!("`cmp` compares numbers of one type into i1 of their lanes, found {a}, {b} -> {r}")); }
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!(
+                            "`cmp` compares numbers of one type into i1 of their lanes, found {a}, {b} -> {r}"
+                        ),
+                    );
+                }
             }
             Opcode::Unary(op) => {
                 if !self.counts(i, 1, 1) {
@@ -552,12 +575,17 @@ impl<'a> Verifier<'a> {
                 }
                 let (a, r) = (self.ty(args[0]), self.res(i, 0));
                 if !(a == r && is_number(r)) {
-                    self.err(Some(i), format!("`{m}` needs operand and result of one number type, found {a} -> {r}"));
+                    self.err(
+                        Some(i),
+                        format!("`{m}` needs operand and result of one number type, found {a} -> {r}"),
+                    );
                     return;
                 }
                 match op {
                     UnOp::Neg | UnOp::Abs => {}
-                    UnOp::Not if !r.dtype().is_int() => self.err(Some(i), format!("`not` needs integers, found {r}")),
+                    UnOp::Not if !r.dtype().is_int() => {
+                        self.err(Some(i), format!("`not` needs integers, found {r}"))
+                    }
                     UnOp::Not => {}
                     _ if !r.dtype().is_float() => self.err(Some(i), format!("`{m}` needs floats, found {r}")),
                     _ => {}
@@ -569,14 +597,22 @@ impl<'a> Verifier<'a> {
                 }
                 let (c, a, b, r) = (self.ty(args[0]), self.ty(args[1]), self.ty(args[2]), self.res(i, 0));
                 if !(a == b && b == r) {
-                    self.err(Some(i), format!("`select` needs values and result of one type, found {a}, {b} -> {r}"));
+                    self.err(
+                        Some(i),
+                        format!("`select` needs values and result of one type, found {a}, {b} -> {r}"),
+                    );
                 }
                 let ok = match c {
                     Ty::Scalar(DType::I1) => true,
                     Ty::Tile(DType::I1, l) => r.is_tile() && r.lanes() == l,
                     _ => false,
                 };
-                if !(ok) { self.err(Some(i), format!("`select` condition has type {c}; expected i1 or an i1 tile of {r}'s lanes")); }
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!("`select` condition has type {c}; expected i1 or an i1 tile of {r}'s lanes"),
+                    );
+                }
             }
             Opcode::Cast | Opcode::Bitcast => {
                 if !self.counts(i, 1, 1) {
@@ -596,21 +632,23 @@ impl<'a> Verifier<'a> {
                 }
                 let (p, o, r) = (self.ty(args[0]), self.ty(args[1]), self.res(i, 0));
                 let ok = matches!(p, Ty::Ptr(_)) && is_int_scalar(o) && r == p;
-                if !(ok) { self.err(Some(i), format!("`ptr_add` adds an integer scalar to a pointer, found {p}, {o} -> {r}")); }
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!("`ptr_add` adds an integer scalar to a pointer, found {p}, {o} -> {r}"),
+                    );
+                }
             }
-            Opcode::Load {
-                addr,
-                has_mask,
-                has_other,
-                site,
-            } => {
+            Opcode::Load { addr, has_mask, has_other, site } => {
                 self.site(i, site, true);
                 if !self.counts(i, 2 + has_mask as usize + has_other as usize, 1) {
                     return;
                 }
                 let r = self.res(i, 0);
                 let Some(t) = self.access(i, addr, Some(r)) else { return };
-                if !(r == t) { self.err(Some(i), format!("the load gives {t}, not {r}")); }
+                if !(r == t) {
+                    self.err(Some(i), format!("the load gives {t}, not {r}"));
+                }
                 if has_mask {
                     self.mask(i, args[2], t);
                 }
@@ -618,14 +656,15 @@ impl<'a> Verifier<'a> {
                     let o = args[2 + has_mask as usize];
                     let ot = self.ty(o);
                     let ok = ot == t || (t.is_tile() && ot == Ty::Scalar(t.dtype()));
-                    if !(ok) { self.err(Some(i), format!("`other` {} has type {ot}, expected {t} or its scalar", self.name(o))); }
+                    if !(ok) {
+                        self.err(
+                            Some(i),
+                            format!("`other` {} has type {ot}, expected {t} or its scalar", self.name(o)),
+                        );
+                    }
                 }
             }
-            Opcode::Store {
-                addr,
-                has_mask,
-                site,
-            } => {
+            Opcode::Store { addr, has_mask, site } => {
                 self.site(i, site, true);
                 if !self.counts(i, 3 + has_mask as usize, 0) {
                     return;
@@ -636,12 +675,7 @@ impl<'a> Verifier<'a> {
                     self.mask(i, args[3], t);
                 }
             }
-            Opcode::Atomic {
-                op,
-                addr,
-                has_mask,
-                site,
-            } => {
+            Opcode::Atomic { op, addr, has_mask, site } => {
                 self.site(i, site, true);
                 if !self.counts(i, 3 + has_mask as usize, 1) {
                     return;
@@ -649,7 +683,9 @@ impl<'a> Verifier<'a> {
                 let Some(t) = self.access(i, addr, Some(self.ty(args[2]))) else { return };
                 self.value_of(i, args[2], "the operand", t);
                 let r = self.res(i, 0);
-                if !(r == t) { self.err(Some(i), format!("the atomic gives {t}, not {r}")); }
+                if !(r == t) {
+                    self.err(Some(i), format!("the atomic gives {t}, not {r}"));
+                }
                 if has_mask {
                     self.mask(i, args[3], t);
                 }
@@ -666,7 +702,9 @@ impl<'a> Verifier<'a> {
                 self.value_of(i, args[2], "the compared value", t);
                 self.value_of(i, args[3], "the new value", t);
                 let r = self.res(i, 0);
-                if !(r == t) { self.err(Some(i), format!("the compare-and-swap gives {t}, not {r}")); }
+                if !(r == t) {
+                    self.err(Some(i), format!("the compare-and-swap gives {t}, not {r}"));
+                }
             }
             Opcode::ScratchLoad(slot) | Opcode::ScratchStore(slot) => {
                 let load = matches!(data.opcode, Opcode::ScratchLoad(_));
@@ -679,10 +717,20 @@ impl<'a> Verifier<'a> {
                     return;
                 };
                 let index = self.ty(args[0]);
-                if !(is_int_scalar(index)) { self.err(Some(i), format!("the scratch index has type {index}, not an integer scalar")); }
+                if !(is_int_scalar(index)) {
+                    self.err(Some(i), format!("the scratch index has type {index}, not an integer scalar"));
+                }
                 let t = if load { self.res(i, 0) } else { self.ty(args[1]) };
                 let ok = is_number(t) && t.dtype() == s.dtype && t.lanes() as u32 <= s.len;
-                if !(ok) { self.err(Some(i), format!("scratch buffer s{slot} holds {} {}, which cannot move as {t}", s.len, s.dtype)); }
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!(
+                            "scratch buffer s{slot} holds {} {}, which cannot move as {t}",
+                            s.len, s.dtype
+                        ),
+                    );
+                }
             }
             Opcode::ReduceLanes(_) => {
                 if !self.counts(i, 1, 1) {
@@ -690,7 +738,14 @@ impl<'a> Verifier<'a> {
                 }
                 let (a, r) = (self.ty(args[0]), self.res(i, 0));
                 let ok = a.is_tile() && is_number(a) && r == Ty::Scalar(a.dtype());
-                if !(ok) { self.err(Some(i), format!("`reduce_lanes` combines a tile into a scalar of its dtype, found {a} -> {r}")); }
+                if !(ok) {
+                    self.err(
+                        Some(i),
+                        format!(
+                            "`reduce_lanes` combines a tile into a scalar of its dtype, found {a} -> {r}"
+                        ),
+                    );
+                }
             }
             Opcode::For => self.for_(i),
             Opcode::While => self.while_(i),
@@ -699,7 +754,9 @@ impl<'a> Verifier<'a> {
                 self.counts(i, args.len(), 0);
                 if data.opcode == Opcode::Condition {
                     let ok = args.first().is_some_and(|&a| self.ty(a) == Ty::Scalar(DType::I1));
-                    if !(ok) { self.err(Some(i), "`condition` needs a scalar i1 flag first".to_string()); }
+                    if !(ok) {
+                        self.err(Some(i), "`condition` needs a scalar i1 flag first".to_string());
+                    }
                 }
             }
             Opcode::Assert { site } => {
@@ -708,11 +765,15 @@ impl<'a> Verifier<'a> {
                     return;
                 }
                 let c = self.ty(args[0]);
-                if !(c.dtype() == DType::I1 && is_number(c)) { self.err(Some(i), format!("`assert` needs i1, found {c}")); }
+                if !(c.dtype() == DType::I1 && is_number(c)) {
+                    self.err(Some(i), format!("`assert` needs i1, found {c}"));
+                }
             }
             Opcode::Print(k) => {
                 self.counts(i, args.len(), 0);
-                if !((k as usize) < f.strings.len()) { self.err(Some(i), format!("string {k} does not exist")); }
+                if k as usize >= f.strings.len() {
+                    self.err(Some(i), format!("string {k} does not exist"));
+                }
             }
         }
     }
@@ -720,29 +781,52 @@ impl<'a> Verifier<'a> {
     fn for_(&mut self, i: Inst) {
         let data = &self.f.insts[i];
         if data.args.len() < 3 {
-            self.err(Some(i), format!("`for` takes lb, ub, step and inits, found {} operand(s)", data.args.len()));
+            self.err(
+                Some(i),
+                format!("`for` takes lb, ub, step and inits, found {} operand(s)", data.args.len()),
+            );
             return;
         }
         let (lb, ub, step) = (self.ty(data.args[0]), self.ty(data.args[1]), self.ty(data.args[2]));
         if !(is_int_scalar(lb) && lb == ub && ub == step) {
-            self.err(Some(i), format!("`for` bounds and step are integer scalars of one type, found {lb}, {ub}, {step}"));
+            self.err(
+                Some(i),
+                format!("`for` bounds and step are integer scalars of one type, found {lb}, {ub}, {step}"),
+            );
         }
         let inits: Vec<Ty> = data.args[3..].iter().map(|&a| self.ty(a)).collect();
         let results: Vec<Ty> = data.results.iter().map(|&r| self.ty(r)).collect();
         if results != inits {
-            self.err(Some(i), format!("`for` results {} differ from its inits {}", types_text(&results), types_text(&inits)));
+            self.err(
+                Some(i),
+                format!(
+                    "`for` results {} differ from its inits {}",
+                    types_text(&results),
+                    types_text(&inits)
+                ),
+            );
         }
         let Some(r) = data.regions.first() else { return };
         let mut want = vec![lb];
         want.extend(&inits);
         let got = self.region_arg_types(r);
         if got != want {
-            self.err(Some(i), format!("`for` region arguments {} should be (iv, carried) {}", types_text(&got), types_text(&want)));
+            self.err(
+                Some(i),
+                format!(
+                    "`for` region arguments {} should be (iv, carried) {}",
+                    types_text(&got),
+                    types_text(&want)
+                ),
+            );
         }
         if let Some(y) = self.terminator_types(r, Opcode::Yield)
             && y != inits
         {
-            self.err(Some(i), format!("`for` body yields {}, expected {}", types_text(&y), types_text(&inits)));
+            self.err(
+                Some(i),
+                format!("`for` body yields {}, expected {}", types_text(&y), types_text(&inits)),
+            );
         }
     }
 
@@ -753,21 +837,41 @@ impl<'a> Verifier<'a> {
         let [before, after] = &data.regions[..] else { return };
         let carried = self.region_arg_types(before);
         if carried != inits {
-            self.err(Some(i), format!("`while` condition region arguments {} differ from its inits {}", types_text(&carried), types_text(&inits)));
+            self.err(
+                Some(i),
+                format!(
+                    "`while` condition region arguments {} differ from its inits {}",
+                    types_text(&carried),
+                    types_text(&inits)
+                ),
+            );
         }
         let fwd = self.region_arg_types(after);
         if let Some(c) = self.terminator_types(before, Opcode::Condition)
             && c.get(1..).is_some_and(|c| c != fwd)
         {
-            self.err(Some(i), format!("`condition` forwards {}, the body takes {}", types_text(&c[1..]), types_text(&fwd)));
+            self.err(
+                Some(i),
+                format!("`condition` forwards {}, the body takes {}", types_text(&c[1..]), types_text(&fwd)),
+            );
         }
         if results != fwd {
-            self.err(Some(i), format!("`while` results {} differ from the forwarded values {}", types_text(&results), types_text(&fwd)));
+            self.err(
+                Some(i),
+                format!(
+                    "`while` results {} differ from the forwarded values {}",
+                    types_text(&results),
+                    types_text(&fwd)
+                ),
+            );
         }
         if let Some(y) = self.terminator_types(after, Opcode::Yield)
             && y != inits
         {
-            self.err(Some(i), format!("`while` body yields {}, expected {}", types_text(&y), types_text(&inits)));
+            self.err(
+                Some(i),
+                format!("`while` body yields {}, expected {}", types_text(&y), types_text(&inits)),
+            );
         }
     }
 
@@ -777,7 +881,9 @@ impl<'a> Verifier<'a> {
             return;
         }
         let c = self.ty(data.args[0]);
-        if !(c == Ty::Scalar(DType::I1)) { self.err(Some(i), format!("`if` needs a scalar i1 condition, found {c}")); }
+        if !(c == Ty::Scalar(DType::I1)) {
+            self.err(Some(i), format!("`if` needs a scalar i1 condition, found {c}"));
+        }
         let results: Vec<Ty> = data.results.iter().map(|&r| self.ty(r)).collect();
         for (k, r) in data.regions.iter().enumerate() {
             if !r.args.is_empty() {
@@ -786,7 +892,10 @@ impl<'a> Verifier<'a> {
             if let Some(y) = self.terminator_types(r, Opcode::Yield)
                 && y != results
             {
-                self.err(Some(i), format!("`if` region {k} yields {}, expected {}", types_text(&y), types_text(&results)));
+                self.err(
+                    Some(i),
+                    format!("`if` region {k} yields {}, expected {}", types_text(&y), types_text(&results)),
+                );
             }
         }
     }

@@ -41,8 +41,8 @@ use lnc_bir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, Type, 
 
 use crate::fold::mirror;
 use crate::util::{
-    Subst, def_inst, def_opcode, elem_type, emit, emit_const, is_int_type, lanes_const,
-    lanes_float, lanes_int, put_regions, splat_operand, take_regions, use_counts,
+    Subst, def_inst, def_opcode, elem_type, emit, emit_const, is_int_type, lanes_const, lanes_float,
+    lanes_int, put_regions, splat_operand, take_regions, use_counts,
 };
 
 /// The pass's name, for `--passes` and test headers.
@@ -116,10 +116,7 @@ fn canon_inst(
     let opcode = data.opcode;
     let args = data.args.clone();
     match opcode {
-        Opcode::Load {
-            has_mask: true,
-            has_other,
-        } => return masked_load(func, inst, &args, has_other, out),
+        Opcode::Load { has_mask: true, has_other } => return masked_load(func, inst, &args, has_other, out),
         Opcode::Store { has_mask: true } => return masked_store(func, inst, &args),
         _ => {}
     }
@@ -163,14 +160,13 @@ fn canon_inst(
             Action::Replace(resplat(func, args[0], ty, inst, out))
         }
         // reduce max/min(splat(x)) => x
-        Opcode::Reduce {
-            op: lnc_bir::ReduceOp::Max | lnc_bir::ReduceOp::Min,
-            ..
-        } => match splat_operand(func, args[0]) {
-            Some(x) if func.ty(x) == ty => Action::Replace(x),
-            Some(_) => Action::Replace(resplat(func, args[0], ty, inst, out)),
-            None => Action::Keep,
-        },
+        Opcode::Reduce { op: lnc_bir::ReduceOp::Max | lnc_bir::ReduceOp::Min, .. } => {
+            match splat_operand(func, args[0]) {
+                Some(x) if func.ty(x) == ty => Action::Replace(x),
+                Some(_) => Action::Replace(resplat(func, args[0], ty, inst, out)),
+                None => Action::Keep,
+            }
+        }
         Opcode::PtrAdd => ptr_add(func, inst, &args, uses, out),
         _ => Action::Keep,
     }
@@ -210,26 +206,13 @@ fn hoist_splats(
     if !elementwise || !ty.is_block() {
         return None;
     }
-    let scalars: Vec<Value> = args
-        .iter()
-        .map(|&a| splat_operand(func, a))
-        .collect::<Option<_>>()?;
+    let scalars: Vec<Value> = args.iter().map(|&a| splat_operand(func, a)).collect::<Option<_>>()?;
     let s = emit(func, out, opcode, scalars, elem_type(ty), inst);
-    Some(Action::Replace(emit(
-        func,
-        out,
-        Opcode::Splat,
-        vec![s],
-        ty,
-        inst,
-    )))
+    Some(Action::Replace(emit(func, out, Opcode::Splat, vec![s], ty, inst)))
 }
 
 fn is_commutative(op: BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max
-    )
+    matches!(op, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max)
 }
 
 fn binary(
@@ -307,19 +290,9 @@ fn binary(
     }
 }
 
-fn cmp(
-    func: &mut Function,
-    inst: Inst,
-    op: CmpOp,
-    args: &[Value],
-    ty: Type,
-    out: &mut Vec<Inst>,
-) -> Action {
+fn cmp(func: &mut Function, inst: Inst, op: CmpOp, args: &[Value], ty: Type, out: &mut Vec<Inst>) -> Action {
     let (a, b) = (args[0], args[1]);
-    let (a_const, b_const) = (
-        lanes_const(func, a).is_some(),
-        lanes_const(func, b).is_some(),
-    );
+    let (a_const, b_const) = (lanes_const(func, a).is_some(), lanes_const(func, b).is_some());
     // k cmp x => x cmp' k; a > b => b < a, a >= b => b <= a
     if (a_const && !b_const) || (a_const == b_const && matches!(op, CmpOp::Gt | CmpOp::Ge)) {
         let data = &mut func.insts[inst];
@@ -350,8 +323,7 @@ fn select(func: &mut Function, inst: Inst, args: &[Value], ty: Type) -> Action {
     }
     // select(c, true, false) => c
     let is_bool = ty.num_dtype() == Some(DType::I1);
-    if is_bool && func.ty(c) == ty && lanes_int(func, a) == Some(1) && lanes_int(func, b) == Some(0)
-    {
+    if is_bool && func.ty(c) == ty && lanes_int(func, a) == Some(1) && lanes_int(func, b) == Some(0) {
         return Action::Replace(c);
     }
     Action::Keep
@@ -391,14 +363,7 @@ fn ptr_add(
         let (q, a) = (operand(func, p, 0), operand(func, p, 1));
         let both_const = lanes_const(func, a).is_some() && lanes_const(func, b).is_some();
         if func.ty(a) == func.ty(b) && (uses[p] == 1 || both_const) {
-            let sum = emit(
-                func,
-                out,
-                Opcode::Binary(BinOp::Add),
-                vec![a, b],
-                func.ty(b),
-                inst,
-            );
+            let sum = emit(func, out, Opcode::Binary(BinOp::Add), vec![a, b], func.ty(b), inst);
             func.insts[inst].args = vec![q, sum];
             return Action::Changed;
         }
@@ -419,20 +384,13 @@ fn masked_load(
     };
     if mask != 0 {
         let data = &mut func.insts[inst];
-        data.opcode = Opcode::Load {
-            has_mask: false,
-            has_other: false,
-        };
+        data.opcode = Opcode::Load { has_mask: false, has_other: false };
         data.args.truncate(1);
         return Action::Changed;
     }
     let ty = func.ty(func.insts[inst].results[0]);
     if has_other {
-        return if func.ty(args[2]) == ty {
-            Action::Replace(args[2])
-        } else {
-            Action::Keep
-        };
+        return if func.ty(args[2]) == ty { Action::Replace(args[2]) } else { Action::Keep };
     }
     let zero = match ty.num_dtype() {
         Some(d) if d.is_float() => Const::Float(0.0),

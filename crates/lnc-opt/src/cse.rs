@@ -29,11 +29,7 @@ pub const NAME: &str = "cse";
 /// Runs the pass; returns whether anything changed.
 pub fn run(func: &mut Function) -> bool {
     let mut body = std::mem::take(&mut func.body);
-    let mut cx = Cse {
-        scopes: Vec::new(),
-        subst: Subst::default(),
-        changed: false,
-    };
+    let mut cx = Cse { scopes: Vec::new(), subst: Subst::default(), changed: false };
     cx.region(func, &mut body);
     func.body = body;
     cx.changed
@@ -79,11 +75,8 @@ impl Cse {
             if matches!(data.opcode, Opcode::Binary(op) if is_commutative(op)) {
                 args.sort();
             }
-            let key = Key {
-                opcode: data.opcode,
-                args,
-                types: data.results.iter().map(|&r| func.ty(r)).collect(),
-            };
+            let key =
+                Key { opcode: data.opcode, args, types: data.results.iter().map(|&r| func.ty(r)).collect() };
             match self.scopes.iter().rev().find_map(|s| s.get(&key)) {
                 Some(prev) => {
                     for (&r, &p) in data.results.iter().zip(prev) {
@@ -93,10 +86,7 @@ impl Cse {
                 }
                 None => {
                     let results = data.results.clone();
-                    self.scopes
-                        .last_mut()
-                        .expect("a scope per region")
-                        .insert(key, results);
+                    self.scopes.last_mut().expect("a scope per region").insert(key, results);
                     out.push(inst);
                 }
             }
@@ -107,8 +97,5 @@ impl Cse {
 }
 
 fn is_commutative(op: BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max
-    )
+    matches!(op, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Min | BinOp::Max)
 }

@@ -73,9 +73,7 @@ fn is_dead(func: &Function, inst: Inst, uses: &SecondaryMap<Value, u32>) -> bool
     }
     match data.opcode {
         Opcode::Load { .. } => true,
-        Opcode::For | Opcode::While | Opcode::If => {
-            !data.regions.iter().any(|r| has_effects(func, r))
-        }
+        Opcode::For | Opcode::While | Opcode::If => !data.regions.iter().any(|r| has_effects(func, r)),
         op => op.is_pure(),
     }
 }

@@ -103,13 +103,7 @@ fn taken_branch(func: &Function, inst: Inst, regions: &mut Vec<Region>) -> Optio
 
 /// Moves the instructions of `region` before the `if` it belongs to and replaces the `if`'s
 /// results by what the region yields.
-fn inline_region(
-    func: &Function,
-    inst: Inst,
-    region: Region,
-    out: &mut Vec<Inst>,
-    subst: &mut Subst,
-) {
+fn inline_region(func: &Function, inst: Inst, region: Region, out: &mut Vec<Inst>, subst: &mut Subst) {
     let Some((&term, body)) = region.insts.split_last() else {
         return;
     };
@@ -138,13 +132,7 @@ fn fold_inst(func: &Function, inst: Inst) -> Option<Folded> {
     match data.opcode {
         Opcode::Binary(op) => {
             let d = operand_dtype(0)?;
-            eval_binary(
-                op,
-                d,
-                lanes_const(func, args[0])?,
-                lanes_const(func, args[1])?,
-            )
-            .map(Folded::Const)
+            eval_binary(op, d, lanes_const(func, args[0])?, lanes_const(func, args[1])?).map(Folded::Const)
         }
         Opcode::Cmp(op) => {
             let d = operand_dtype(0)?;
@@ -159,24 +147,14 @@ fn fold_inst(func: &Function, inst: Inst) -> Option<Folded> {
         Opcode::Unary(op) => {
             eval_unary(op, operand_dtype(0)?, lanes_const(func, args[0])?).map(Folded::Const)
         }
-        Opcode::Cast => eval_cast(
-            operand_dtype(0)?,
-            ty.num_dtype()?,
-            lanes_const(func, args[0])?,
-        )
-        .map(Folded::Const),
-        Opcode::Bitcast => eval_bitcast(
-            operand_dtype(0)?,
-            ty.num_dtype()?,
-            lanes_const(func, args[0])?,
-        )
-        .map(Folded::Const),
+        Opcode::Cast => {
+            eval_cast(operand_dtype(0)?, ty.num_dtype()?, lanes_const(func, args[0])?).map(Folded::Const)
+        }
+        Opcode::Bitcast => {
+            eval_bitcast(operand_dtype(0)?, ty.num_dtype()?, lanes_const(func, args[0])?).map(Folded::Const)
+        }
         Opcode::Select => {
-            let pick = if lanes_int(func, args[0])? != 0 {
-                args[1]
-            } else {
-                args[2]
-            };
+            let pick = if lanes_int(func, args[0])? != 0 { args[1] } else { args[2] };
             if func.ty(pick) == ty {
                 Some(Folded::Value(pick))
             } else {
@@ -215,11 +193,7 @@ fn cmp_arange(
     };
     let k = d.wrap_int(lanes_int(func, k)?);
     // Lanes must be the dtype's own values for the integer order to match the lanes' order.
-    if !d.is_signed()
-        || end <= start
-        || d.wrap_int(start) != start
-        || d.wrap_int(end - 1) != end - 1
-    {
+    if !d.is_signed() || end <= start || d.wrap_int(start) != start || d.wrap_int(end - 1) != end - 1 {
         return None;
     }
     let first = eval_cmp(op, d, Const::Int(start), Const::Int(k))?;
@@ -247,9 +221,7 @@ pub(crate) fn mirror(op: CmpOp) -> CmpOp {
 pub fn eval_binary(op: BinOp, d: DType, a: Const, b: Const) -> Option<Const> {
     match (a, b) {
         (Const::Int(x), Const::Int(y)) if d.is_int() => int_binary(op, d, x, y).map(Const::Int),
-        (Const::Float(x), Const::Float(y)) if d.is_float() => {
-            float_binary(op, d, x, y).map(Const::Float)
-        }
+        (Const::Float(x), Const::Float(y)) if d.is_float() => float_binary(op, d, x, y).map(Const::Float),
         _ => None,
     }
 }
@@ -302,9 +274,7 @@ fn float_binary(op: BinOp, d: DType, x: f64, y: f64) -> Option<f64> {
         // Both operands are exact in f32, and f32 carries more than twice the precision of
         // these formats plus two bits, so rounding the f32 result once more is exact for
         // + - * /; for the others it is what a runtime computing in f32 gets.
-        DType::F16 | DType::BF16 => {
-            f32_binary(op, x as f32, y as f32).map(|r| round_float(d, r as f64))
-        }
+        DType::F16 | DType::BF16 => f32_binary(op, x as f32, y as f32).map(|r| round_float(d, r as f64)),
         _ => None,
     }
 }
@@ -358,11 +328,7 @@ pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
     match (a, b) {
         (Const::Int(x), Const::Int(y)) if d.is_int() => {
             let (x, y) = (d.wrap_int(x), d.wrap_int(y));
-            let ord = if d.is_signed() {
-                x.cmp(&y)
-            } else {
-                (x as u64).cmp(&(y as u64))
-            };
+            let ord = if d.is_signed() { x.cmp(&y) } else { (x as u64).cmp(&(y as u64)) };
             Some(match op {
                 CmpOp::Eq => ord == Ordering::Equal,
                 CmpOp::Ne => ord != Ordering::Equal,
@@ -423,18 +389,12 @@ pub fn eval_cast(from: DType, to: DType, a: Const) -> Option<Const> {
                 // extension the conversion performs before truncating to `to`.
                 return Some(Const::Int(to.wrap_int(x)));
             }
-            let (negative, mag) = if from.is_signed() && x < 0 {
-                (true, x.unsigned_abs())
-            } else {
-                (false, x as u64)
-            };
+            let (negative, mag) =
+                if from.is_signed() && x < 0 { (true, x.unsigned_abs()) } else { (false, x as u64) };
             let m = match to {
                 DType::F64 => mag as f64,
                 DType::F32 => mag as f32 as f64,
-                _ => round_float(
-                    to,
-                    round_to_bits(mag, if to == DType::F16 { 11 } else { 8 }),
-                ),
+                _ => round_float(to, round_to_bits(mag, if to == DType::F16 { 11 } else { 8 })),
             };
             Some(Const::Float(if negative { -m } else { m }))
         }
@@ -464,11 +424,7 @@ fn round_to_bits(mag: u64, bits: u32) -> f64 {
     }
     let shift = len - bits;
     let (q, rest, half) = (mag >> shift, mag & ((1 << shift) - 1), 1u64 << (shift - 1));
-    let q = if rest > half || (rest == half && q & 1 == 1) {
-        q + 1
-    } else {
-        q
-    };
+    let q = if rest > half || (rest == half && q & 1 == 1) { q + 1 } else { q };
     q as f64 * 2f64.powi(shift as i32)
 }
 

@@ -132,10 +132,7 @@ pub(crate) fn emit(
 
 /// The scalar type of the elements of `ty`.
 pub(crate) fn elem_type(ty: Type) -> Type {
-    Type {
-        elem: ty.elem,
-        shape: lnc_bir::Shape::SCALAR,
-    }
+    Type { elem: ty.elem, shape: lnc_bir::Shape::SCALAR }
 }
 
 /// Rounds `x` to the nearest value of float dtype `d`, ties to even, overflowing to
@@ -167,11 +164,7 @@ pub(crate) fn round_float(d: DType, x: f64) -> f64 {
     // Subnormals of `d` share the quantum of its smallest normal binade.
     let quantum = exp.max(min_exp) - (mantissa_bits - 1);
     let r = (x * pow2(-quantum)).round_ties_even() * pow2(quantum);
-    if r.abs() > max_finite {
-        f64::INFINITY.copysign(x)
-    } else {
-        r
-    }
+    if r.abs() > max_finite { f64::INFINITY.copysign(x) } else { r }
 }
 
 /// `2^n` for `n` in f64's normal exponent range.

@@ -157,15 +157,7 @@ fn splats_broadcasts_and_pointer_chains() {
         let t3 = Type::block(Elem::Scalar(DType::F32), Shape::d2(4, 16));
         let bc = k.op(Opcode::Broadcast, &[e], t3);
         let bc2 = k.op(Opcode::Broadcast, &[bc], t3);
-        let r = k.op(
-            Opcode::Reduce {
-                op: ReduceOp::Max,
-                axis: 0,
-                keep_dims: false,
-            },
-            &[bc2],
-            f32s(16),
-        );
+        let r = k.op(Opcode::Reduce { op: ReduceOp::Max, axis: 0, keep_dims: false }, &[bc2], f32s(16));
         k.store(p4, r, None);
         let mx = k.reduce(ReduceOp::Max, sb);
         let out = k.ptr_add(x_ptr, row);

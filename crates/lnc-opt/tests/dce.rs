@@ -17,14 +17,7 @@ fn dead_chains_and_loads_go_effects_stay() {
         let _dead = k.un(UnOp::Exp, b);
         let one = k.int(DType::I32, 1);
         // An atomic with an unused result still writes memory.
-        k.op(
-            Opcode::Atomic {
-                op: AtomicOp::Add,
-                has_mask: false,
-            },
-            &[cnt, one],
-            Type::scalar(DType::I32),
-        );
+        k.op(Opcode::Atomic { op: AtomicOp::Add, has_mask: false }, &[cnt, one], Type::scalar(DType::I32));
         k.effect(Opcode::Assert, &[c]);
         let s = k.b.string("c =");
         k.effect(Opcode::Print(s), &[c]);

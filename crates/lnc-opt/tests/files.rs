@@ -21,47 +21,26 @@ fn cases() {
         let text = std::fs::read_to_string(path).expect("readable case");
         let header = text.lines().next().unwrap_or_default();
         let Some(pass) = header.strip_prefix("; pass: ").map(str::trim) else {
-            panic!(
-                "{}: the first line must be `; pass: <name>`",
-                path.display()
-            );
+            panic!("{}: the first line must be `; pass: <name>`", path.display());
         };
-        let folder = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str());
-        assert_eq!(
-            folder,
-            Some(pass),
-            "{}: the folder names the pass",
-            path.display()
-        );
+        let folder = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str());
+        assert_eq!(folder, Some(pass), "{}: the folder names the pass", path.display());
         let mut func = parse_function(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         must_verify(path, "input", &func);
         let changed = if pass == "optimize" {
             let before = print_function(&func);
-            lnc_opt::optimize(&mut func, &mut |name, f| {
-                must_verify(path, &format!("after {name}"), f)
-            });
+            lnc_opt::optimize(&mut func, &mut |name, f| must_verify(path, &format!("after {name}"), f));
             for name in lnc_opt::PASSES {
                 let again = lnc_opt::run_pass(name, &mut func);
-                assert_eq!(
-                    again,
-                    Some(false),
-                    "{}: {name} after the pipeline",
-                    path.display()
-                );
+                assert_eq!(again, Some(false), "{}: {name} after the pipeline", path.display());
             }
             print_function(&func) != before
         } else {
-            let changed = lnc_opt::run_pass(pass, &mut func)
-                .unwrap_or_else(|| panic!("unknown pass `{pass}`"));
+            let changed =
+                lnc_opt::run_pass(pass, &mut func).unwrap_or_else(|| panic!("unknown pass `{pass}`"));
             must_verify(path, &format!("after {pass}"), &func);
             changed
         };
-        insta::assert_snapshot!(format!(
-            "; {pass} (changed: {changed})\n{}",
-            print_function(&func)
-        ));
+        insta::assert_snapshot!(format!("; {pass} (changed: {changed})\n{}", print_function(&func)));
     });
 }

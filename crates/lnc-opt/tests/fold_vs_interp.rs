@@ -71,21 +71,12 @@ fn consts(d: DType) -> Vec<Const> {
 /// Runs `func` (one pointer parameter to a one-element buffer of `d`) in the interpreter.
 fn interpret(func: &Function, d: DType) -> Result<Buffer, InterpError> {
     let mut buffers = vec![Buffer::zeros(d, 1)];
-    run_grid(
-        func,
-        [1, 1, 1],
-        &[ArgValue::Ptr {
-            buffer: 0,
-            offset: 0,
-        }],
-        &mut buffers,
-    )?;
+    run_grid(func, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 0 }], &mut buffers)?;
     Ok(buffers.pop().expect("one buffer"))
 }
 
 fn same(a: &Buffer, b: &Buffer) -> bool {
-    a.data == b.data
-        || (a.dtype.is_float() && a.to_f64_values()[0].is_nan() && b.to_f64_values()[0].is_nan())
+    a.data == b.data || (a.dtype.is_float() && a.to_f64_values()[0].is_nan() && b.to_f64_values()[0].is_nan())
 }
 
 /// Builds `out = f(k)` storing into a `*out_d`, interprets it unfolded and folded, and
@@ -102,8 +93,7 @@ fn check(what: &str, out_d: DType, f: impl FnOnce(&mut K) -> Value) {
     must_verify(&func, what);
     match reference {
         Ok(want) => {
-            let got = interpret(&func, out_d)
-                .unwrap_or_else(|e| panic!("{what}: folded code fails: {e}"));
+            let got = interpret(&func, out_d).unwrap_or_else(|e| panic!("{what}: folded code fails: {e}"));
             assert!(
                 same(&want, &got),
                 "{what}: interpreter {:?}, folded {:?}",
@@ -111,10 +101,7 @@ fn check(what: &str, out_d: DType, f: impl FnOnce(&mut K) -> Value) {
                 got.to_f64_values()
             );
         }
-        Err(_) => assert!(
-            !folded_any,
-            "{what}: folded an instruction the interpreter rejects"
-        ),
+        Err(_) => assert!(!folded_any, "{what}: folded an instruction the interpreter rejects"),
     }
 }
 

@@ -105,9 +105,7 @@ fn layer_norm_fwd() -> Function {
 /// Runs `func` on 3 rows of 200 columns (stride 256) and returns every buffer.
 fn run(func: &Function) -> Vec<Buffer> {
     let (rows, n, stride) = (3usize, 200usize, 256usize);
-    let x: Vec<f32> = (0..rows * stride)
-        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
-        .collect();
+    let x: Vec<f32> = (0..rows * stride).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
     let w: Vec<f32> = (0..n).map(|i| 1.0 + (i % 5) as f32 / 8.0).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 3) as f32 - 1.0).collect();
     let mut buffers = vec![
@@ -118,14 +116,8 @@ fn run(func: &Function) -> Vec<Buffer> {
         Buffer::from_f32(&vec![0.0; rows]),
         Buffer::from_f32(&vec![0.0; rows]),
     ];
-    let mut args: Vec<ArgValue> = (0..6)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .collect();
-    args.extend([
-        ArgValue::Int(stride as i64),
-        ArgValue::Int(n as i64),
-        ArgValue::Float(1e-5f32 as f64),
-    ]);
+    let mut args: Vec<ArgValue> = (0..6).map(|buffer| ArgValue::Ptr { buffer, offset: 0 }).collect();
+    args.extend([ArgValue::Int(stride as i64), ArgValue::Int(n as i64), ArgValue::Float(1e-5f32 as f64)]);
     run_grid(func, [rows as u32, 1, 1], &args, &mut buffers).expect("the kernel runs");
     buffers
 }
@@ -145,17 +137,9 @@ fn layer_norm_forward_pipeline() {
     assert_eq!(log.len() % lnc_opt::PASSES.len(), 0);
     // A fixpoint: one more round changes nothing.
     for name in lnc_opt::PASSES {
-        assert_eq!(
-            lnc_opt::run_pass(name, &mut func),
-            Some(false),
-            "{name} after the pipeline"
-        );
+        assert_eq!(lnc_opt::run_pass(name, &mut func), Some(false), "{name} after the pipeline");
     }
-    assert_eq!(
-        run(&func),
-        expected,
-        "the optimized kernel computes the same bits"
-    );
+    assert_eq!(run(&func), expected, "the optimized kernel computes the same bits");
     insta::assert_snapshot!(format!(
         "{before}\n// after optimize ({} passes run)\n{}",
         log.len(),
@@ -167,8 +151,5 @@ fn layer_norm_forward_pipeline() {
 fn unknown_pass_names_are_rejected() {
     let mut func = layer_norm_fwd();
     assert_eq!(lnc_opt::run_pass("licm", &mut func), None);
-    assert_eq!(
-        lnc_opt::PASSES,
-        ["canonicalize", "constant-fold", "cse", "dce"]
-    );
+    assert_eq!(lnc_opt::PASSES, ["canonicalize", "constant-fold", "cse", "dce"]);
 }

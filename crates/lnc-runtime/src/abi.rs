@@ -85,12 +85,8 @@ pub mod bounds_offsets {
 }
 
 /// The signature every compiled kernel has.
-pub type KernelFn = unsafe extern "C" fn(
-    args: *const u64,
-    pid: *const u32,
-    nprog: *const u32,
-    ctx: *mut ProgramCtx,
-) -> u32;
+pub type KernelFn =
+    unsafe extern "C" fn(args: *const u64, pid: *const u32, nprog: *const u32, ctx: *mut ProgramCtx) -> u32;
 
 #[cfg(test)]
 mod tests {
@@ -101,14 +97,8 @@ mod tests {
     fn offsets_match_layout() {
         assert_eq!(offset_of!(ProgramCtx, bounds) as i32, ctx_offsets::BOUNDS);
         assert_eq!(offset_of!(ProgramCtx, scratch) as i32, ctx_offsets::SCRATCH);
-        assert_eq!(
-            (offset_of!(ProgramCtx, fault) + offset_of!(Fault, site)) as i32,
-            ctx_offsets::FAULT_SITE
-        );
-        assert_eq!(
-            (offset_of!(ProgramCtx, fault) + offset_of!(Fault, arg)) as i32,
-            ctx_offsets::FAULT_ARG
-        );
+        assert_eq!((offset_of!(ProgramCtx, fault) + offset_of!(Fault, site)) as i32, ctx_offsets::FAULT_SITE);
+        assert_eq!((offset_of!(ProgramCtx, fault) + offset_of!(Fault, arg)) as i32, ctx_offsets::FAULT_ARG);
         assert_eq!(
             (offset_of!(ProgramCtx, fault) + offset_of!(Fault, offset)) as i32,
             ctx_offsets::FAULT_OFFSET

@@ -74,12 +74,16 @@ pub enum LaunchError {
 /// global one outside any pool). A grid with a zero dimension runs nothing; a
 /// one-program grid runs on the caller's thread.
 ///
+/// The kernel is trusted, as are the addresses in `args`: `launch` cannot check them, so
+/// the caller guarantees that `kernel` follows the ABI and that every pointer in `args`
+/// is valid for every access the kernel makes through it (a kernel compiled with bounds
+/// checks makes only accesses inside `bounds`, which must then describe live memory), and
+/// that nothing else touches the memory programs write during the launch. This is the
+/// runtime's one trusted entry point; the embedding API wraps it with typed arguments.
+///
 /// # Safety
-/// `kernel` must follow the ABI and every pointer in `args` must be valid for every
-/// access the kernel makes through it (a kernel compiled with bounds checks makes only
-/// accesses inside `bounds`, which must then describe live memory). Programs run
-/// concurrently: the memory they write must not be read or written by anything else
-/// during the launch.
+/// `kernel` must follow the ABI, and every access it makes through the pointers in `args`
+/// must be valid for the whole launch (see above).
 pub unsafe fn launch(
     kernel: KernelFn,
     grid: [u32; 3],
@@ -89,10 +93,7 @@ pub unsafe fn launch(
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), LaunchError> {
     if args.len() != bounds.len() {
-        return Err(LaunchError::BoundsMismatch {
-            args: args.len(),
-            bounds: bounds.len(),
-        });
+        return Err(LaunchError::BoundsMismatch { args: args.len(), bounds: bounds.len() });
     }
     let total = (grid[0] as u64)
         .checked_mul(grid[1] as u64)
@@ -159,34 +160,21 @@ impl Job {
     /// Runs programs `start..end` in order; returns the first failure.
     fn run_chunk(&self, start: u64, end: u64) -> Result<(), Failure> {
         let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(start, e))?;
-        let mut ctx = ProgramCtx {
-            bounds: self.bounds,
-            scratch: scratch.ptr,
-            fault: Fault::default(),
-        };
+        let mut ctx = ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default() };
         let [gx, gy, _] = self.grid;
         let (gx, gy) = (gx as u64, gy as u64);
-        let mut pid = [
-            (start % gx) as u32,
-            (start / gx % gy) as u32,
-            (start / (gx * gy)) as u32,
-        ];
+        let mut pid = [(start % gx) as u32, (start / gx % gy) as u32, (start / (gx * gy)) as u32];
         let mut result = Ok(());
         for index in start..end {
             if index > self.lowest_fault.load(Ordering::Relaxed) {
                 break;
             }
-            // SAFETY: `launch`'s contract.
-            let code =
-                unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), &mut ctx) };
+            // SAFETY: the caller's guarantees documented on `launch`.
+            let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), &mut ctx) };
             if code != Status::Ok as u32 {
                 self.lowest_fault.fetch_min(index, Ordering::Relaxed);
                 let error = match status_of(code) {
-                    Some(status) => LaunchError::Fault {
-                        status,
-                        pid,
-                        fault: ctx.fault,
-                    },
+                    Some(status) => LaunchError::Fault { status, pid, fault: ctx.fault },
                     None => LaunchError::UnknownStatus { code, pid },
                 };
                 result = Err(Failure(index, error));
@@ -208,9 +196,7 @@ impl Job {
 }
 
 fn status_of(code: u32) -> Option<Status> {
-    [Status::Ok, Status::OutOfBounds, Status::AssertFailed]
-        .into_iter()
-        .find(|&s| s as u32 == code)
+    [Status::Ok, Status::OutOfBounds, Status::AssertFailed].into_iter().find(|&s| s as u32 == code)
 }
 
 /// A 64-byte-aligned scratch area owned by one worker for the duration of a chunk.
@@ -229,10 +215,7 @@ impl ScratchArea {
     /// of the cache keeps two chunks on one thread (rayon nesting) from sharing it.
     fn take(bytes: usize) -> Result<ScratchArea, LaunchError> {
         if bytes == 0 {
-            return Ok(ScratchArea {
-                ptr: std::ptr::null_mut(),
-                layout: None,
-            });
+            return Ok(ScratchArea { ptr: std::ptr::null_mut(), layout: None });
         }
         // A cached area too small is freed here.
         if let Some(area) = CACHED_SCRATCH.take()
@@ -240,17 +223,14 @@ impl ScratchArea {
         {
             return Ok(area);
         }
-        let layout = Layout::from_size_align(bytes, SCRATCH_ALIGN)
-            .map_err(|_| LaunchError::ScratchAlloc(bytes))?;
+        let layout =
+            Layout::from_size_align(bytes, SCRATCH_ALIGN).map_err(|_| LaunchError::ScratchAlloc(bytes))?;
         // SAFETY: `layout` has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         if ptr.is_null() {
             return Err(LaunchError::ScratchAlloc(bytes));
         }
-        Ok(ScratchArea {
-            ptr,
-            layout: Some(layout),
-        })
+        Ok(ScratchArea { ptr, layout: Some(layout) })
     }
 
     /// Returns the area to this thread's cache, keeping the bigger of the two.
@@ -259,9 +239,7 @@ impl ScratchArea {
             return;
         }
         let keep = match CACHED_SCRATCH.take() {
-            Some(cached) if cached.layout.map(|l| l.size()) >= self.layout.map(|l| l.size()) => {
-                cached
-            }
+            Some(cached) if cached.layout.map(|l| l.size()) >= self.layout.map(|l| l.size()) => cached,
             _ => self,
         };
         CACHED_SCRATCH.set(Some(keep));
@@ -279,10 +257,7 @@ impl Drop for ScratchArea {
 
 /// The bounds of a buffer of `bytes` bytes passed by its start address.
 pub fn buffer_bounds(bytes: usize) -> Bounds {
-    Bounds {
-        lo: 0,
-        hi: bytes as i64,
-    }
+    Bounds { lo: 0, hi: bytes as i64 }
 }
 
 /// The argument slot of an `fp32`: its bits in the low half.
@@ -318,6 +293,19 @@ pub fn pack_ptr<T>(p: *const T) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The test kernels below only touch the buffers their tests pass.
+    fn run(
+        kernel: KernelFn,
+        grid: [u32; 3],
+        args: &[u64],
+        bounds: &[Bounds],
+        scratch_bytes: usize,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<(), LaunchError> {
+        // SAFETY: see above; every test kernel follows the ABI.
+        unsafe { launch(kernel, grid, args, bounds, scratch_bytes, pool) }
+    }
     use std::sync::atomic::AtomicU32;
 
     /// Counts runs per program: `args[0]` points at one `AtomicU32` per program, indexed
@@ -332,8 +320,7 @@ mod tests {
             let counters = *args as *const AtomicU32;
             let p = std::slice::from_raw_parts(pid, 3);
             let n = std::slice::from_raw_parts(nprog, 3);
-            let flat =
-                p[0] as usize + n[0] as usize * (p[1] as usize + n[1] as usize * p[2] as usize);
+            let flat = p[0] as usize + n[0] as usize * (p[1] as usize + n[1] as usize * p[2] as usize);
             (*counters.add(flat)).fetch_add(1, Ordering::Relaxed);
         }
         0
@@ -351,11 +338,7 @@ mod tests {
             let out = *args as *mut u32;
             let flat = *pid + *nprog * (*pid.add(1) + *nprog.add(1) * *pid.add(2));
             if flat != 0 && flat.is_multiple_of(7) {
-                (*ctx).fault = Fault {
-                    site: 3,
-                    arg: 0,
-                    offset: flat as i64,
-                };
+                (*ctx).fault = Fault { site: 3, arg: 0, offset: flat as i64 };
                 return Status::OutOfBounds as u32;
             }
             *out.add(flat as usize) = flat;
@@ -390,17 +373,14 @@ mod tests {
     }
 
     fn pool(threads: usize) -> rayon::ThreadPool {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
     }
 
     fn run_counting(grid: [u32; 3], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
         let n = grid.iter().map(|&g| g as usize).product();
         let counters: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
         let args = [pack_ptr(counters.as_ptr())];
-        unsafe { launch(count_runs, grid, &args, &[Bounds::default()], 0, pool) }.unwrap();
+        run(count_runs, grid, &args, &[Bounds::default()], 0, pool).unwrap();
         counters.into_iter().map(|c| c.into_inner()).collect()
     }
 
@@ -408,19 +388,9 @@ mod tests {
     fn every_program_runs_exactly_once() {
         for threads in [1, 2, 8] {
             let p = pool(threads);
-            for grid in [
-                [1, 1, 1],
-                [2, 1, 1],
-                [37, 1, 1],
-                [5, 3, 2],
-                [1, 7, 11],
-                [1000, 3, 1],
-            ] {
+            for grid in [[1, 1, 1], [2, 1, 1], [37, 1, 1], [5, 3, 2], [1, 7, 11], [1000, 3, 1]] {
                 let runs = run_counting(grid, Some(&p));
-                assert!(
-                    runs.iter().all(|&r| r == 1),
-                    "threads {threads}, grid {grid:?}: {runs:?}"
-                );
+                assert!(runs.iter().all(|&r| r == 1), "threads {threads}, grid {grid:?}: {runs:?}");
             }
         }
         assert!(run_counting([64, 2, 1], None).iter().all(|&r| r == 1));
@@ -442,28 +412,14 @@ mod tests {
                 let n = grid.iter().product::<u32>() as usize;
                 let mut out = vec![u32::MAX; n];
                 let args = [pack_ptr(out.as_mut_ptr())];
-                let err = unsafe {
-                    launch(
-                        fault_on_sevens,
-                        grid,
-                        &args,
-                        &[Bounds::default()],
-                        0,
-                        Some(&p),
-                    )
-                }
-                .unwrap_err();
+                let err = run(fault_on_sevens, grid, &args, &[Bounds::default()], 0, Some(&p)).unwrap_err();
                 let pid = [7 % grid[0], 7 / grid[0] % grid[1], 7 / (grid[0] * grid[1])];
                 assert_eq!(
                     err,
                     LaunchError::Fault {
                         status: Status::OutOfBounds,
                         pid,
-                        fault: Fault {
-                            site: 3,
-                            arg: 0,
-                            offset: 7
-                        }
+                        fault: Fault { site: 3, arg: 0, offset: 7 }
                     }
                 );
                 // Every program before the first fault ran.
@@ -477,32 +433,10 @@ mod tests {
         // Program 0 never faults; a one-program grid whose program faults needs pid 7.
         let mut out = [0u32; 8];
         let args = [pack_ptr(out.as_mut_ptr())];
-        let ok = unsafe {
-            launch(
-                fault_on_sevens,
-                [1, 1, 1],
-                &args,
-                &[Bounds::default()],
-                0,
-                None,
-            )
-        };
+        let ok = run(fault_on_sevens, [1, 1, 1], &args, &[Bounds::default()], 0, None);
         assert_eq!(ok, Ok(()));
-        let err = unsafe {
-            launch(
-                fault_on_sevens,
-                [8, 1, 1],
-                &args,
-                &[Bounds::default()],
-                0,
-                None,
-            )
-        }
-        .unwrap_err();
-        assert!(
-            matches!(err, LaunchError::Fault { pid: [7, 0, 0], .. }),
-            "{err}"
-        );
+        let err = run(fault_on_sevens, [8, 1, 1], &args, &[Bounds::default()], 0, None).unwrap_err();
+        assert!(matches!(err, LaunchError::Fault { pid: [7, 0, 0], .. }), "{err}");
         assert_eq!(
             err.to_string(),
             "program [7, 0, 0] stopped with OutOfBounds at site 3 (argument slot 0, element offset 7)"
@@ -515,36 +449,16 @@ mod tests {
             let p = pool(threads);
             let done = AtomicU32::new(0);
             let args = [pack_ptr(&done)];
-            unsafe {
-                launch(
-                    use_scratch,
-                    [500, 1, 1],
-                    &args,
-                    &[Bounds::default()],
-                    1024,
-                    Some(&p),
-                )
-            }
-            .unwrap();
+            run(use_scratch, [500, 1, 1], &args, &[Bounds::default()], 1024, Some(&p)).unwrap();
             assert_eq!(done.load(Ordering::Relaxed), 500);
         }
     }
 
     #[test]
     fn validation_errors() {
-        let err = unsafe {
-            launch(
-                count_runs,
-                [1, 1, 1],
-                &[0, 0],
-                &[Bounds::default()],
-                0,
-                None,
-            )
-        }
-        .unwrap_err();
+        let err = run(count_runs, [1, 1, 1], &[0, 0], &[Bounds::default()], 0, None).unwrap_err();
         assert_eq!(err, LaunchError::BoundsMismatch { args: 2, bounds: 1 });
-        let err = unsafe { launch(count_runs, [u32::MAX; 3], &[], &[], 0, None) }.unwrap_err();
+        let err = run(count_runs, [u32::MAX; 3], &[], &[], 0, None).unwrap_err();
         assert_eq!(err, LaunchError::GridTooLarge([u32::MAX; 3]));
     }
 

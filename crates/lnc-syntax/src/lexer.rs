@@ -367,18 +367,11 @@ enum RawError {
     /// opening quotes.
     Unterminated { open: usize, triple: bool },
     /// A malformed escape sequence, `at..at+len` relative to the token start.
-    BadEscape {
-        at: usize,
-        len: usize,
-        message: &'static str,
-    },
+    BadEscape { at: usize, len: usize, message: &'static str },
     /// A bytes literal with a non-ASCII character at `at` (relative).
     NonAsciiBytes { at: usize },
     /// A malformed number.
-    BadNumber {
-        message: &'static str,
-        help: &'static str,
-    },
+    BadNumber { message: &'static str, help: &'static str },
     /// F-strings nested beyond [`MAX_FSTRING_DEPTH`].
     FStringTooDeep,
 }
@@ -405,10 +398,7 @@ enum Raw {
     Float(f64),
     #[regex(r"((?&float)|(?&digits))[jJ]")]
     Imaginary,
-    #[regex(
-        r#"([rRuUfFbBtT]|[bB][rR]|[rR][bB]|[fF][rR]|[rR][fF]|[tT][rR]|[rR][tT])?["']"#,
-        lex_string
-    )]
+    #[regex(r#"([rRuUfFbBtT]|[bB][rR]|[rR][bB]|[fF][rR]|[rR][fF]|[tT][rR]|[rR][tT])?["']"#, lex_string)]
     Str(StrLit),
 
     #[token("(")]
@@ -557,12 +547,9 @@ impl Raw {
             Raw::ShlEq => Op::ShlEq,
             Raw::ShrEq => Op::ShrEq,
             Raw::DoubleStarEq => Op::DoubleStarEq,
-            Raw::Newline
-            | Raw::Name
-            | Raw::Int(_)
-            | Raw::Float(_)
-            | Raw::Imaginary
-            | Raw::Str(_) => return None,
+            Raw::Newline | Raw::Name | Raw::Int(_) | Raw::Float(_) | Raw::Imaginary | Raw::Str(_) => {
+                return None;
+            }
         })
     }
 }
@@ -601,10 +588,7 @@ fn lex_float(lex: &mut logos::Lexer<'_, Raw>) -> Result<f64, RawError> {
 fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
     let open = lex.slice();
     let quote = open.as_bytes().last().copied().unwrap_or(b'"');
-    let prefix = open
-        .get(..open.len().saturating_sub(1))
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let prefix = open.get(..open.len().saturating_sub(1)).unwrap_or("").to_ascii_lowercase();
     let raw = prefix.contains('r');
     let kind = if prefix.contains('b') {
         StrKind::Bytes
@@ -620,11 +604,7 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
     let scanned = scan_string(
         rest.as_bytes(),
         body_start,
-        StrShape {
-            quote,
-            triple,
-            format: kind == StrKind::Format,
-        },
+        StrShape { quote, triple, format: kind == StrKind::Format },
         0,
     );
     match scanned {
@@ -637,19 +617,11 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
             } else if raw {
                 normalize_newlines(body)
             } else {
-                decode_escapes(body, kind == StrKind::Bytes).map_err(|(at, len, message)| {
-                    RawError::BadEscape {
-                        at: open_len + at,
-                        len,
-                        message,
-                    }
-                })?
+                decode_escapes(body, kind == StrKind::Bytes)
+                    .map_err(|(at, len, message)| RawError::BadEscape { at: open_len + at, len, message })?
             };
             if kind == StrKind::Bytes
-                && let Some(at) = body
-                    .char_indices()
-                    .find(|(_, c)| !c.is_ascii())
-                    .map(|(i, _)| i)
+                && let Some(at) = body.char_indices().find(|(_, c)| !c.is_ascii()).map(|(i, _)| i)
             {
                 return Err(RawError::NonAsciiBytes { at: open_len + at });
             }
@@ -657,10 +629,7 @@ fn lex_string(lex: &mut logos::Lexer<'_, Raw>) -> Result<StrLit, RawError> {
         }
         Err(ScanError::Unterminated(stop)) => {
             lex.bump(stop.min(rest.len()));
-            Err(RawError::Unterminated {
-                open: open_len,
-                triple,
-            })
+            Err(RawError::Unterminated { open: open_len, triple })
         }
         Err(ScanError::TooDeep(stop)) => {
             lex.bump(stop.min(rest.len()));
@@ -729,12 +698,7 @@ fn scan_string(s: &[u8], mut i: usize, shape: StrShape, depth: usize) -> Result<
 /// past its `}`. Python 3.12 (PEP 701) lets the expression hold any string, the
 /// enclosing quote included, and comments and newlines; the format spec after a
 /// top-level `:` is literal text that may hold nested fields.
-fn scan_replacement_field(
-    s: &[u8],
-    mut i: usize,
-    shape: StrShape,
-    depth: usize,
-) -> Result<usize, ScanError> {
+fn scan_replacement_field(s: &[u8], mut i: usize, shape: StrShape, depth: usize) -> Result<usize, ScanError> {
     if depth >= MAX_FSTRING_DEPTH {
         return Err(ScanError::TooDeep(i));
     }
@@ -785,11 +749,8 @@ fn scan_replacement_field(
                     prefix.clear();
                 }
                 let triple = at(i + 1) == Some(c) && at(i + 2) == Some(c);
-                let inner = StrShape {
-                    quote: c,
-                    triple,
-                    format: prefix.contains('f') || prefix.contains('t'),
-                };
+                let inner =
+                    StrShape { quote: c, triple, format: prefix.contains('f') || prefix.contains('t') };
                 let start = i + if triple { 3 } else { 1 };
                 i = scan_string(s, start, inner, depth + 1)?;
             }
@@ -803,12 +764,7 @@ fn scan_replacement_field(
     }
 }
 
-fn scan_format_spec(
-    s: &[u8],
-    mut i: usize,
-    shape: StrShape,
-    depth: usize,
-) -> Result<usize, ScanError> {
+fn scan_format_spec(s: &[u8], mut i: usize, shape: StrShape, depth: usize) -> Result<usize, ScanError> {
     let at = |i: usize| s.get(i).copied();
     loop {
         let Some(c) = at(i) else {
@@ -898,11 +854,7 @@ fn decode_escapes(body: &str, bytes: bool) -> Result<String, (usize, usize, &'st
                     }
                 }
                 if e == 'U' && value > 0x10FFFF {
-                    return Err((
-                        i,
-                        2 + n,
-                        "escape sequence is not a valid Unicode code point",
-                    ));
+                    return Err((i, 2 + n, "escape sequence is not a valid Unicode code point"));
                 }
                 // Lone surrogates are legal in Python strings but not in Rust ones.
                 out.push(char::from_u32(value).unwrap_or('\u{FFFD}'));
@@ -923,11 +875,7 @@ fn decode_escapes(body: &str, bytes: bool) -> Result<String, (usize, usize, &'st
 /// an inconsistent dedent, tabs and spaces mixed ambiguously, an unclosed or mismatched
 /// bracket.
 pub fn tokenize(src: &str) -> Result<Vec<Token>, Diagnostic> {
-    let bom = if src.starts_with('\u{FEFF}') {
-        '\u{FEFF}'.len_utf8()
-    } else {
-        0
-    };
+    let bom = if src.starts_with('\u{FEFF}') { '\u{FEFF}'.len_utf8() } else { 0 };
     let body = src.get(bom..).unwrap_or("");
     let mut st = Indenter::new(src);
     st.line_begin = bom;
@@ -970,10 +918,7 @@ impl<'a> Indenter<'a> {
     }
 
     fn emit(&mut self, kind: TokenKind, start: usize, end: usize) {
-        self.out.push(Token {
-            kind,
-            span: Span::new(start, end),
-        });
+        self.out.push(Token { kind, span: Span::new(start, end) });
     }
 
     fn push(&mut self, raw: Raw, start: usize, end: usize) -> Result<(), Diagnostic> {
@@ -1020,10 +965,8 @@ impl<'a> Indenter<'a> {
         let Some(prev) = self.out.last() else {
             return Ok(());
         };
-        let prev_is_number = matches!(
-            prev.kind,
-            TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary
-        );
+        let prev_is_number =
+            matches!(prev.kind, TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary);
         let next_is_word = matches!(
             kind,
             TokenKind::Name(_) | TokenKind::Int(_) | TokenKind::Float(_) | TokenKind::Imaginary
@@ -1072,11 +1015,9 @@ impl<'a> Indenter<'a> {
                 format!("expected `{}`", closer(open)),
             )
             .with_label(open_span, "unclosed bracket opened here")),
-            None => Err(Diagnostic::error(
-                format!("unmatched `{op}`"),
-                span,
-                "no open bracket to close here",
-            )),
+            None => {
+                Err(Diagnostic::error(format!("unmatched `{op}`"), span, "no open bracket to close here"))
+            }
         }
     }
 
@@ -1136,22 +1077,15 @@ impl<'a> Indenter<'a> {
             }
             let &(top, alt_top) = self.levels.last().unwrap_or(&(0, 0));
             if col != top {
-                let mut outer: Vec<String> =
-                    self.levels.iter().map(|(c, _)| c.to_string()).collect();
+                let mut outer: Vec<String> = self.levels.iter().map(|(c, _)| c.to_string()).collect();
                 let last = outer.pop().unwrap_or_default();
-                let outer = if outer.is_empty() {
-                    last
-                } else {
-                    format!("{} or {last}", outer.join(", "))
-                };
+                let outer = if outer.is_empty() { last } else { format!("{} or {last}", outer.join(", ")) };
                 return Err(Diagnostic::error(
                     "unindent does not match any outer indentation level",
                     ws,
                     format!("this line is indented by {col} columns"),
                 )
-                .with_note(format!(
-                    "the enclosing blocks are indented by {outer} columns"
-                ))
+                .with_note(format!("the enclosing blocks are indented by {outer} columns"))
                 .with_help("indent it exactly like one of the enclosing blocks"));
             }
             if alt != alt_top {
@@ -1184,10 +1118,7 @@ impl<'a> Indenter<'a> {
     fn raw_error(&self, e: RawError, start: usize, end: usize) -> Diagnostic {
         match e {
             RawError::BadChar => self.bad_char(start),
-            RawError::Unterminated {
-                open,
-                triple: false,
-            } => Diagnostic::error(
+            RawError::Unterminated { open, triple: false } => Diagnostic::error(
                 "unterminated string literal",
                 Span::new(start, start + open),
                 "this string is never closed",
@@ -1198,9 +1129,7 @@ impl<'a> Indenter<'a> {
             ),
             RawError::Unterminated { open, triple: true } => {
                 let quotes = self.src.get(start..start + open).unwrap_or("\"\"\"");
-                let q = quotes
-                    .get(quotes.len().saturating_sub(3)..)
-                    .unwrap_or("\"\"\"");
+                let q = quotes.get(quotes.len().saturating_sub(3)..).unwrap_or("\"\"\"");
                 Diagnostic::error(
                     "unterminated triple-quoted string literal",
                     Span::new(start, start + open),
@@ -1208,17 +1137,11 @@ impl<'a> Indenter<'a> {
                 )
                 .with_note(format!("the file ends before a closing `{q}`"))
             }
-            RawError::BadEscape { at, len, message } => Diagnostic::error(
-                message,
-                Span::new(start + at, start + at + len),
-                "in this escape",
-            ),
+            RawError::BadEscape { at, len, message } => {
+                Diagnostic::error(message, Span::new(start + at, start + at + len), "in this escape")
+            }
             RawError::NonAsciiBytes { at } => {
-                let len = self
-                    .src
-                    .get(start + at..)
-                    .and_then(|s| s.chars().next())
-                    .map_or(1, char::len_utf8);
+                let len = self.src.get(start + at..).and_then(|s| s.chars().next()).map_or(1, char::len_utf8);
                 Diagnostic::error(
                     "bytes literals can only contain ASCII characters",
                     Span::new(start + at, start + at + len),
@@ -1238,11 +1161,7 @@ impl<'a> Indenter<'a> {
     }
 
     fn bad_char(&self, start: usize) -> Diagnostic {
-        let c = self
-            .src
-            .get(start..)
-            .and_then(|s| s.chars().next())
-            .unwrap_or('\0');
+        let c = self.src.get(start..).and_then(|s| s.chars().next()).unwrap_or('\0');
         let span = Span::new(start, start + c.len_utf8());
         match c {
             '\\' => Diagnostic::error(
@@ -1260,11 +1179,9 @@ impl<'a> Indenter<'a> {
                 "typographic quote",
             )
             .with_help("use an ASCII quote `'` or `\"`"),
-            c if c.is_control() || c.is_whitespace() => Diagnostic::error(
-                format!("invalid character U+{:04X}", c as u32),
-                span,
-                "not allowed here",
-            ),
+            c if c.is_control() || c.is_whitespace() => {
+                Diagnostic::error(format!("invalid character U+{:04X}", c as u32), span, "not allowed here")
+            }
             c => Diagnostic::error(
                 format!("invalid character `{c}` (U+{:04X})", c as u32),
                 span,

@@ -27,9 +27,5 @@ pub use print::{dump_file, dump_function};
 pub fn parse_file(file: &lnc_diag::SourceFile) -> Result<ast::File, Vec<lnc_diag::Diagnostic>> {
     let tokens = lexer::tokenize(&file.text).map_err(|d| vec![d])?;
     let (parsed, diags) = parser::parse_tokens(&file.text, &tokens);
-    if diags.is_empty() {
-        Ok(parsed)
-    } else {
-        Err(diags)
-    }
+    if diags.is_empty() { Ok(parsed) } else { Err(diags) }
 }

@@ -15,8 +15,7 @@
 use lnc_diag::{Diagnostic, Span};
 
 use crate::ast::{
-    BinOp, BoolOp, CmpOp, Decorator, Expr, ExprKind, File, FunctionDef, Ident, Param, Stmt,
-    StmtKind, UnaryOp,
+    BinOp, BoolOp, CmpOp, Decorator, Expr, ExprKind, File, FunctionDef, Ident, Param, Stmt, StmtKind, UnaryOp,
 };
 use crate::lexer::{self, Keyword, Op, StrKind, Token, TokenKind};
 
@@ -32,10 +31,7 @@ type PResult<T> = Result<T, Box<Diagnostic>>;
 /// Positional and keyword arguments of a call.
 type CallArgs = (Vec<Expr>, Vec<(Ident, Expr)>);
 
-static EOF: Token = Token {
-    kind: TokenKind::EndMarker,
-    span: Span { start: 0, end: 0 },
-};
+static EOF: Token = Token { kind: TokenKind::EndMarker, span: Span { start: 0, end: 0 } };
 
 /// Parses the jit functions of a token stream (from [`lexer::tokenize`] on `src`) and
 /// skips everything else at top level.
@@ -184,11 +180,9 @@ fn aug_op(op: Op) -> Option<BinOp> {
 fn describe(e: &Expr) -> &'static str {
     match &e.kind {
         ExprKind::Call { .. } => "a function call",
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None => "a literal",
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None => {
+            "a literal"
+        }
         ExprKind::Compare { .. } => "a comparison",
         ExprKind::IfExp { .. } => "a conditional expression",
         ExprKind::Slice { .. } => "a slice",
@@ -210,36 +204,22 @@ fn check_target(e: &Expr) -> PResult<()> {
         ExprKind::Tuple(elts) | ExprKind::List(elts) => elts.iter().try_for_each(check_target),
         ExprKind::Unsupported("starred expression") => Ok(()),
         _ => Err(Box::new(
-            Diagnostic::error(
-                format!("cannot assign to {}", describe(e)),
-                e.span,
-                "not assignable",
-            )
-            .with_help(
-                "the left side of `=` must be a name, an attribute, a subscript \
+            Diagnostic::error(format!("cannot assign to {}", describe(e)), e.span, "not assignable")
+                .with_help(
+                    "the left side of `=` must be a name, an attribute, a subscript \
                  or a tuple of those",
-            ),
+                ),
         )),
     }
 }
 
 fn is_single_target(e: &Expr) -> bool {
-    matches!(
-        e.kind,
-        ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Subscript { .. }
-    )
+    matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Subscript { .. })
 }
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str, toks: &'a [Token]) -> Self {
-        Parser {
-            src,
-            toks,
-            pos: 0,
-            prev_end: 0,
-            level: 0,
-            depth: 0,
-        }
+        Parser { src, toks, pos: 0, prev_end: 0, level: 0, depth: 0 }
     }
 
     // ---- token access ----
@@ -255,9 +235,7 @@ impl<'a> Parser<'a> {
 
     fn nth(&self, n: usize) -> &'a TokenKind {
         let toks: &'a [Token] = self.toks;
-        toks.get(self.pos + n)
-            .or(toks.last())
-            .map_or(&EOF.kind, |t| &t.kind)
+        toks.get(self.pos + n).or(toks.last()).map_or(&EOF.kind, |t| &t.kind)
     }
 
     fn span(&self) -> Span {
@@ -303,10 +281,7 @@ impl<'a> Parser<'a> {
 
     /// The span from `start` to the end of the last consumed token.
     fn since(&self, start: Span) -> Span {
-        Span {
-            start: start.start,
-            end: self.prev_end.max(start.start),
-        }
+        Span { start: start.start, end: self.prev_end.max(start.start) }
     }
 
     fn text(&self, span: Span) -> &'a str {
@@ -339,17 +314,11 @@ impl<'a> Parser<'a> {
         // A missing token at the end of a line is best shown right after the last token,
         // not after a trailing comment or on the next line.
         let span = match t.kind {
-            TokenKind::Newline | TokenKind::EndMarker => Span {
-                start: self.prev_end,
-                end: self.prev_end,
-            },
+            TokenKind::Newline | TokenKind::EndMarker => Span { start: self.prev_end, end: self.prev_end },
             _ => t.span,
         };
-        let mut d = Diagnostic::error(
-            format!("expected {what}, found {}", t.kind),
-            span,
-            format!("expected {what}"),
-        );
+        let mut d =
+            Diagnostic::error(format!("expected {what}, found {}", t.kind), span, format!("expected {what}"));
         if let TokenKind::Keyword(kw @ (Keyword::Else | Keyword::Elif)) = t.kind {
             d = d.with_help(format!(
                 "`{kw}` must be indented exactly like the `if`, `for` or `while` it belongs to"
@@ -360,11 +329,7 @@ impl<'a> Parser<'a> {
 
     fn expect_op(&mut self, op: Op) -> PResult<Span> {
         let span = self.span();
-        if self.eat_op(op) {
-            Ok(span)
-        } else {
-            Err(self.expected(&format!("`{op}`")))
-        }
+        if self.eat_op(op) { Ok(span) } else { Err(self.expected(&format!("`{op}`"))) }
     }
 
     /// Expects the `:` that ends a compound statement's header line.
@@ -402,10 +367,7 @@ impl<'a> Parser<'a> {
         match self.kind() {
             TokenKind::Name(n) => {
                 let span = self.bump().span;
-                Ok(Ident {
-                    name: n.clone(),
-                    span,
-                })
+                Ok(Ident { name: n.clone(), span })
             }
             _ => Err(self.expected(what)),
         }
@@ -433,10 +395,8 @@ impl<'a> Parser<'a> {
                     self.bump();
                 }
             }
-            let plain = matches!(
-                self.kind(),
-                TokenKind::Newline | TokenKind::EndMarker | TokenKind::Op(Op::LParen)
-            );
+            let plain =
+                matches!(self.kind(), TokenKind::Newline | TokenKind::EndMarker | TokenKind::Op(Op::LParen));
             while !matches!(
                 self.kind(),
                 TokenKind::Newline | TokenKind::EndMarker | TokenKind::Indent | TokenKind::Dedent
@@ -513,9 +473,7 @@ impl<'a> Parser<'a> {
                 TokenKind::EndMarker => return,
                 TokenKind::Newline | TokenKind::Dedent => {
                     self.bump();
-                    if self.level == 0
-                        && !matches!(self.kind(), TokenKind::Indent | TokenKind::Dedent)
-                    {
+                    if self.level == 0 && !matches!(self.kind(), TokenKind::Indent | TokenKind::Dedent) {
                         return;
                     }
                 }
@@ -537,13 +495,7 @@ impl<'a> Parser<'a> {
         }
         self.expect_colon("`def`")?;
         let body = self.block("function definition", def)?;
-        Ok(FunctionDef {
-            name,
-            decorators,
-            params,
-            body,
-            span: self.since(def),
-        })
+        Ok(FunctionDef { name, decorators, params, body, span: self.since(def) })
     }
 
     fn params(&mut self, open: Span) -> PResult<Vec<Param>> {
@@ -588,16 +540,8 @@ impl<'a> Parser<'a> {
                             .with_label(prev.name.span, "first declared here"),
                         ));
                     }
-                    let annotation = if self.eat_op(Op::Colon) {
-                        Some(self.test()?)
-                    } else {
-                        None
-                    };
-                    let default = if self.eat_op(Op::Assign) {
-                        Some(self.test()?)
-                    } else {
-                        None
-                    };
+                    let annotation = if self.eat_op(Op::Colon) { Some(self.test()?) } else { None };
+                    let default = if self.eat_op(Op::Assign) { Some(self.test()?) } else { None };
                     if default.is_none()
                         && !keyword_only
                         && let Some(prev) = params.last().filter(|p| p.default.is_some())
@@ -612,12 +556,7 @@ impl<'a> Parser<'a> {
                         ));
                     }
                     let span = self.since(name.span);
-                    params.push(Param {
-                        name,
-                        annotation,
-                        default,
-                        span,
-                    });
+                    params.push(Param { name, annotation, default, span });
                 }
                 _ => return Err(self.expected("a parameter name")),
             }
@@ -700,9 +639,7 @@ impl<'a> Parser<'a> {
                 };
                 self.skip_compound(start, what)?
             }
-            TokenKind::Keyword(
-                Keyword::Else | Keyword::Elif | Keyword::Except | Keyword::Finally,
-            )
+            TokenKind::Keyword(Keyword::Else | Keyword::Elif | Keyword::Except | Keyword::Finally)
             | TokenKind::Indent => return Err(self.expected("a statement")),
             TokenKind::Name(n) if n == "match" && self.looks_like_match() => {
                 self.skip_compound(start, "match")?
@@ -717,21 +654,15 @@ impl<'a> Parser<'a> {
     /// it ends in `:` and opens a block.
     fn looks_like_match(&self) -> bool {
         let rest = self.toks.get(self.pos..).unwrap_or(&[]);
-        let Some(nl) = rest.iter().position(|t| {
-            matches!(
-                t.kind,
-                TokenKind::Newline | TokenKind::EndMarker | TokenKind::Indent
-            )
-        }) else {
+        let Some(nl) = rest
+            .iter()
+            .position(|t| matches!(t.kind, TokenKind::Newline | TokenKind::EndMarker | TokenKind::Indent))
+        else {
             return false;
         };
         nl >= 2
-            && rest
-                .get(nl - 1)
-                .is_some_and(|t| t.kind == TokenKind::Op(Op::Colon))
-            && rest
-                .get(nl + 1)
-                .is_some_and(|t| t.kind == TokenKind::Indent)
+            && rest.get(nl - 1).is_some_and(|t| t.kind == TokenKind::Op(Op::Colon))
+            && rest.get(nl + 1).is_some_and(|t| t.kind == TokenKind::Indent)
     }
 
     /// Parses over a compound statement kernels do not support (its block and, for
@@ -750,18 +681,13 @@ impl<'a> Parser<'a> {
         if let Some(d) = diags.into_iter().next() {
             return Err(Box::new(d));
         }
-        Ok(Stmt {
-            kind: StmtKind::Unsupported(what),
-            span: self.since(start),
-        })
+        Ok(Stmt { kind: StmtKind::Unsupported(what), span: self.since(start) })
     }
 
     fn simple_statements(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
         loop {
             out.push(self.small_statement()?);
-            if self.eat_op(Op::Semi)
-                && !matches!(self.kind(), TokenKind::Newline | TokenKind::EndMarker)
-            {
+            if self.eat_op(Op::Semi) && !matches!(self.kind(), TokenKind::Newline | TokenKind::EndMarker) {
                 continue;
             }
             break;
@@ -822,21 +748,13 @@ impl<'a> Parser<'a> {
             }
             TokenKind::Keyword(Keyword::Return) => {
                 self.bump();
-                let value = if self.starts_expr() {
-                    Some(self.star_expressions()?)
-                } else {
-                    None
-                };
+                let value = if self.starts_expr() { Some(self.star_expressions()?) } else { None };
                 StmtKind::Return(value)
             }
             TokenKind::Keyword(Keyword::Assert) => {
                 self.bump();
                 let test = self.test()?;
-                let msg = if self.eat_op(Op::Comma) {
-                    Some(self.test()?)
-                } else {
-                    None
-                };
+                let msg = if self.eat_op(Op::Comma) { Some(self.test()?) } else { None };
                 StmtKind::Assert { test, msg }
             }
             TokenKind::Keyword(Keyword::Import | Keyword::From) => {
@@ -869,10 +787,7 @@ impl<'a> Parser<'a> {
             }
             _ => return self.expr_statement(),
         };
-        Ok(Stmt {
-            kind,
-            span: self.since(start),
-        })
+        Ok(Stmt { kind, span: self.since(start) })
     }
 
     fn expr_statement(&mut self) -> PResult<Stmt> {
@@ -896,11 +811,7 @@ impl<'a> Parser<'a> {
             self.bump();
             let value = self.assign_value()?;
             return Ok(Stmt {
-                kind: StmtKind::AugAssign {
-                    target: first,
-                    op: bin,
-                    value,
-                },
+                kind: StmtKind::AugAssign { target: first, op: bin, value },
                 span: self.since(start),
             });
         }
@@ -915,16 +826,8 @@ impl<'a> Parser<'a> {
                 }
                 self.bump();
                 let annotation = self.test()?;
-                let value = if self.eat_op(Op::Assign) {
-                    Some(self.assign_value()?)
-                } else {
-                    None
-                };
-                StmtKind::AnnAssign {
-                    target: first,
-                    annotation,
-                    value,
-                }
+                let value = if self.eat_op(Op::Assign) { Some(self.assign_value()?) } else { None };
+                StmtKind::AnnAssign { target: first, annotation, value }
             }
             TokenKind::Op(Op::Assign) => {
                 check_target(&first)?;
@@ -936,27 +839,17 @@ impl<'a> Parser<'a> {
                         check_target(&rhs)?;
                         targets.push(rhs);
                     } else {
-                        break StmtKind::Assign {
-                            targets,
-                            value: rhs,
-                        };
+                        break StmtKind::Assign { targets, value: rhs };
                     }
                 }
             }
             _ => StmtKind::Expr(first),
         };
-        Ok(Stmt {
-            kind,
-            span: self.since(start),
-        })
+        Ok(Stmt { kind, span: self.since(start) })
     }
 
     fn assign_value(&mut self) -> PResult<Expr> {
-        if self.is_kw(Keyword::Yield) {
-            self.yield_expr()
-        } else {
-            self.star_expressions()
-        }
+        if self.is_kw(Keyword::Yield) { self.yield_expr() } else { self.star_expressions() }
     }
 
     /// `if`/`elif`/`else`, built bottom-up so a long `elif` chain costs no recursion.
@@ -985,18 +878,9 @@ impl<'a> Parser<'a> {
             if let Some(inner) = stmt.take() {
                 orelse = vec![inner];
             }
-            let span = Span {
-                start: start.start,
-                end: end.max(start.start),
-            };
-            stmt = Some(Stmt {
-                kind: StmtKind::If {
-                    cond,
-                    body,
-                    orelse: std::mem::take(&mut orelse),
-                },
-                span,
-            });
+            let span = Span { start: start.start, end: end.max(start.start) };
+            stmt =
+                Some(Stmt { kind: StmtKind::If { cond, body, orelse: std::mem::take(&mut orelse) }, span });
         }
         stmt.ok_or_else(|| self.expected("`if`"))
     }
@@ -1016,10 +900,7 @@ impl<'a> Parser<'a> {
         self.expect_colon("`while`")?;
         let body = self.block("`while` statement", start)?;
         let orelse = self.else_clause()?;
-        Ok(Stmt {
-            kind: StmtKind::While { cond, body, orelse },
-            span: self.since(start),
-        })
+        Ok(Stmt { kind: StmtKind::While { cond, body, orelse }, span: self.since(start) })
     }
 
     fn for_stmt(&mut self) -> PResult<Stmt> {
@@ -1032,15 +913,7 @@ impl<'a> Parser<'a> {
         self.expect_colon("`for`")?;
         let body = self.block("`for` statement", start)?;
         let orelse = self.else_clause()?;
-        Ok(Stmt {
-            kind: StmtKind::For {
-                target,
-                iter,
-                body,
-                orelse,
-            },
-            span: self.since(start),
-        })
+        Ok(Stmt { kind: StmtKind::For { target, iter, body, orelse }, span: self.since(start) })
     }
 
     /// A `for` target: `i`, `a, b`, `(a, b)`, parsed at `|` precedence so that `in`
@@ -1056,10 +929,7 @@ impl<'a> Parser<'a> {
                 }
                 elts.push(self.star_or(|p| p.binary(1))?);
             }
-            Expr {
-                kind: ExprKind::Tuple(elts),
-                span: self.since(start),
-            }
+            Expr { kind: ExprKind::Tuple(elts), span: self.since(start) }
         } else {
             first
         };
@@ -1096,9 +966,7 @@ impl<'a> Parser<'a> {
                     | Op::Ellipsis
                     | Op::Star
             ),
-            TokenKind::Newline | TokenKind::Indent | TokenKind::Dedent | TokenKind::EndMarker => {
-                false
-            }
+            TokenKind::Newline | TokenKind::Indent | TokenKind::Dedent | TokenKind::EndMarker => false,
         }
     }
 
@@ -1116,10 +984,7 @@ impl<'a> Parser<'a> {
             }
             elts.push(self.star_or(Self::test)?);
         }
-        Ok(Expr {
-            kind: ExprKind::Tuple(elts),
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Tuple(elts), span: self.since(start) })
     }
 
     /// `*operand` (unsupported) or whatever `rest` parses.
@@ -1129,10 +994,7 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.binary(1)?;
-        Ok(Expr {
-            kind: ExprKind::Unsupported("starred expression"),
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Unsupported("starred expression"), span: self.since(start) })
     }
 
     /// An expression where Python allows `name := value`.
@@ -1141,10 +1003,7 @@ impl<'a> Parser<'a> {
             let start = self.bump().span;
             self.bump();
             self.test()?;
-            return Ok(Expr {
-                kind: ExprKind::Unsupported("walrus"),
-                span: self.since(start),
-            });
+            return Ok(Expr { kind: ExprKind::Unsupported("walrus"), span: self.since(start) });
         }
         self.test()
     }
@@ -1173,11 +1032,7 @@ impl<'a> Parser<'a> {
         }
         let orelse = self.test()?;
         Ok(Expr {
-            kind: ExprKind::IfExp {
-                cond: Box::new(cond),
-                then: Box::new(then),
-                orelse: Box::new(orelse),
-            },
+            kind: ExprKind::IfExp { cond: Box::new(cond), then: Box::new(then), orelse: Box::new(orelse) },
             span: self.since(start),
         })
     }
@@ -1203,18 +1058,10 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         self.test()?;
-        Ok(Expr {
-            kind: ExprKind::Unsupported("lambda"),
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Unsupported("lambda"), span: self.since(start) })
     }
 
-    fn bool_op(
-        &mut self,
-        kw: Keyword,
-        op: BoolOp,
-        operand: fn(&mut Self) -> PResult<Expr>,
-    ) -> PResult<Expr> {
+    fn bool_op(&mut self, kw: Keyword, op: BoolOp, operand: fn(&mut Self) -> PResult<Expr>) -> PResult<Expr> {
         let start = self.span();
         let first = operand(self)?;
         if !self.is_kw(kw) {
@@ -1224,10 +1071,7 @@ impl<'a> Parser<'a> {
         while self.eat_kw(kw) {
             values.push(operand(self)?);
         }
-        Ok(Expr {
-            kind: ExprKind::BoolOp { op, values },
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::BoolOp { op, values }, span: self.since(start) })
     }
 
     fn or_test(&mut self) -> PResult<Expr> {
@@ -1248,10 +1092,7 @@ impl<'a> Parser<'a> {
         self.depth -= 1;
         let operand = operand?;
         Ok(Expr {
-            kind: ExprKind::Unary {
-                op: UnaryOp::Not,
-                operand: Box::new(operand),
-            },
+            kind: ExprKind::Unary { op: UnaryOp::Not, operand: Box::new(operand) },
             span: self.since(start),
         })
     }
@@ -1270,9 +1111,7 @@ impl<'a> Parser<'a> {
                 TokenKind::Op(Op::EqEq) => CmpOp::Eq,
                 TokenKind::Op(Op::NotEq) => CmpOp::Ne,
                 TokenKind::Keyword(Keyword::In) => CmpOp::In,
-                TokenKind::Keyword(Keyword::Not)
-                    if *self.nth(1) == TokenKind::Keyword(Keyword::In) =>
-                {
+                TokenKind::Keyword(Keyword::Not) if *self.nth(1) == TokenKind::Keyword(Keyword::In) => {
                     self.bump();
                     CmpOp::NotIn
                 }
@@ -1293,14 +1132,7 @@ impl<'a> Parser<'a> {
         if ops.is_empty() {
             return Ok(first);
         }
-        Ok(Expr {
-            kind: ExprKind::Compare {
-                first: Box::new(first),
-                ops,
-                rest,
-            },
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Compare { first: Box::new(first), ops, rest }, span: self.since(start) })
     }
 
     /// Binary operators from `|` (precedence 1) to `*`/`/`/`//`/`%`/`@` (6), by
@@ -1319,11 +1151,7 @@ impl<'a> Parser<'a> {
             self.bump();
             let rhs = self.binary(prec + 1)?;
             lhs = Expr {
-                kind: ExprKind::Binary {
-                    op,
-                    lhs: Box::new(lhs),
-                    rhs: Box::new(rhs),
-                },
+                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
                 span: self.since(start),
             };
         }
@@ -1343,13 +1171,7 @@ impl<'a> Parser<'a> {
         let operand = self.unary();
         self.depth -= 1;
         let operand = operand?;
-        Ok(Expr {
-            kind: ExprKind::Unary {
-                op,
-                operand: Box::new(operand),
-            },
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Unary { op, operand: Box::new(operand) }, span: self.since(start) })
     }
 
     /// `primary ** unary`: right-associative, and tighter than a unary operator on its
@@ -1365,11 +1187,7 @@ impl<'a> Parser<'a> {
         self.depth -= 1;
         let exp = exp?;
         Ok(Expr {
-            kind: ExprKind::Binary {
-                op: BinOp::Pow,
-                lhs: Box::new(base),
-                rhs: Box::new(exp),
-            },
+            kind: ExprKind::Binary { op: BinOp::Pow, lhs: Box::new(base), rhs: Box::new(exp) },
             span: self.since(start),
         })
     }
@@ -1380,10 +1198,7 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.primary()?;
-        Ok(Expr {
-            kind: ExprKind::Unsupported("await"),
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Unsupported("await"), span: self.since(start) })
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -1395,36 +1210,23 @@ impl<'a> Parser<'a> {
                 TokenKind::Op(Op::Dot) => {
                     self.bump();
                     let attr = self.ident("an attribute name")?;
-                    ExprKind::Attribute {
-                        value: Box::new(e),
-                        attr,
-                    }
+                    ExprKind::Attribute { value: Box::new(e), attr }
                 }
                 TokenKind::Op(Op::LParen) => {
                     let open = self.bump().span;
                     let (args, kwargs) = self.call_args(open)?;
-                    ExprKind::Call {
-                        func: Box::new(e),
-                        args,
-                        kwargs,
-                    }
+                    ExprKind::Call { func: Box::new(e), args, kwargs }
                 }
                 TokenKind::Op(Op::LBracket) => {
                     let open = self.bump().span;
                     let items = self.subscript_items(open)?;
-                    ExprKind::Subscript {
-                        value: Box::new(e),
-                        items,
-                    }
+                    ExprKind::Subscript { value: Box::new(e), items }
                 }
                 _ => break,
             };
             self.enter()?;
             nested += 1;
-            e = Expr {
-                kind,
-                span: self.since(start),
-            };
+            e = Expr { kind, span: self.since(start) };
         }
         self.depth -= nested;
         Ok(e)
@@ -1443,16 +1245,10 @@ impl<'a> Parser<'a> {
                     let what = if *op == Op::Star { "*args" } else { "**kwargs" };
                     self.bump();
                     self.test()?;
-                    args.push(Expr {
-                        kind: ExprKind::Unsupported(what),
-                        span: self.since(start),
-                    });
+                    args.push(Expr { kind: ExprKind::Unsupported(what), span: self.since(start) });
                 }
                 TokenKind::Name(n) if *self.nth(1) == TokenKind::Op(Op::Assign) => {
-                    let name = Ident {
-                        name: n.clone(),
-                        span: start,
-                    };
+                    let name = Ident { name: n.clone(), span: start };
                     self.bump();
                     self.bump();
                     let value = self.test()?;
@@ -1530,26 +1326,11 @@ impl<'a> Parser<'a> {
             Some(Box::new(e))
         };
         self.bump();
-        let bound_ends = |p: &Self| {
-            matches!(
-                p.kind(),
-                TokenKind::Op(Op::Colon | Op::Comma | Op::RBracket)
-            )
-        };
-        let upper = if bound_ends(self) {
-            None
-        } else {
-            Some(Box::new(self.test()?))
-        };
-        let step = if self.eat_op(Op::Colon) && !bound_ends(self) {
-            Some(Box::new(self.test()?))
-        } else {
-            None
-        };
-        Ok(Expr {
-            kind: ExprKind::Slice { lower, upper, step },
-            span: self.since(start),
-        })
+        let bound_ends = |p: &Self| matches!(p.kind(), TokenKind::Op(Op::Colon | Op::Comma | Op::RBracket));
+        let upper = if bound_ends(self) { None } else { Some(Box::new(self.test()?)) };
+        let step =
+            if self.eat_op(Op::Colon) && !bound_ends(self) { Some(Box::new(self.test()?)) } else { None };
+        Ok(Expr { kind: ExprKind::Slice { lower, upper, step }, span: self.since(start) })
     }
 
     /// Moves to the bracket that closes the innermost open one, without consuming it.
@@ -1579,10 +1360,7 @@ impl<'a> Parser<'a> {
         } else if self.starts_expr() {
             self.star_expressions()?;
         }
-        Ok(Expr {
-            kind: ExprKind::Unsupported("yield"),
-            span: self.since(start),
-        })
+        Ok(Expr { kind: ExprKind::Unsupported("yield"), span: self.since(start) })
     }
 
     fn atom(&mut self) -> PResult<Expr> {
@@ -1630,19 +1408,13 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         let kind = unsupported.map_or(ExprKind::Str(value), ExprKind::Unsupported);
-        Expr {
-            kind,
-            span: self.since(start),
-        }
+        Expr { kind, span: self.since(start) }
     }
 
     fn paren(&mut self) -> PResult<Expr> {
         let open = self.bump().span;
         if self.eat_op(Op::RParen) {
-            return Ok(Expr {
-                kind: ExprKind::Tuple(Vec::new()),
-                span: self.since(open),
-            });
+            return Ok(Expr { kind: ExprKind::Tuple(Vec::new()), span: self.since(open) });
         }
         if self.is_kw(Keyword::Yield) {
             let e = self.yield_expr()?;
@@ -1653,10 +1425,7 @@ impl<'a> Parser<'a> {
         if self.is_kw(Keyword::For) || self.is_kw(Keyword::Async) {
             self.skip_to_close();
             self.close(Op::RParen, open)?;
-            return Ok(Expr {
-                kind: ExprKind::Unsupported("generator expression"),
-                span: self.since(open),
-            });
+            return Ok(Expr { kind: ExprKind::Unsupported("generator expression"), span: self.since(open) });
         }
         if !self.is_op(Op::Comma) {
             self.close(Op::RParen, open)?;
@@ -1670,28 +1439,19 @@ impl<'a> Parser<'a> {
             elts.push(self.star_or(Self::named_expr)?);
         }
         self.close(Op::RParen, open)?;
-        Ok(Expr {
-            kind: ExprKind::Tuple(elts),
-            span: self.since(open),
-        })
+        Ok(Expr { kind: ExprKind::Tuple(elts), span: self.since(open) })
     }
 
     fn list(&mut self) -> PResult<Expr> {
         let open = self.bump().span;
         if self.eat_op(Op::RBracket) {
-            return Ok(Expr {
-                kind: ExprKind::List(Vec::new()),
-                span: self.since(open),
-            });
+            return Ok(Expr { kind: ExprKind::List(Vec::new()), span: self.since(open) });
         }
         let first = self.star_or(Self::named_expr)?;
         if self.is_kw(Keyword::For) || self.is_kw(Keyword::Async) {
             self.skip_to_close();
             self.close(Op::RBracket, open)?;
-            return Ok(Expr {
-                kind: ExprKind::Unsupported("list comprehension"),
-                span: self.since(open),
-            });
+            return Ok(Expr { kind: ExprKind::Unsupported("list comprehension"), span: self.since(open) });
         }
         let mut elts = vec![first];
         while self.eat_op(Op::Comma) {
@@ -1701,10 +1461,7 @@ impl<'a> Parser<'a> {
             elts.push(self.star_or(Self::named_expr)?);
         }
         self.close(Op::RBracket, open)?;
-        Ok(Expr {
-            kind: ExprKind::List(elts),
-            span: self.since(open),
-        })
+        Ok(Expr { kind: ExprKind::List(elts), span: self.since(open) })
     }
 
     /// `{…}`: dicts and sets are all unsupported, so the contents are skipped at token
@@ -1739,18 +1496,11 @@ impl<'a> Parser<'a> {
             (true, false) => "dict display",
             (false, false) => "set display",
         };
-        Expr {
-            kind: ExprKind::Unsupported(what),
-            span: self.since(open),
-        }
+        Expr { kind: ExprKind::Unsupported(what), span: self.since(open) }
     }
 }
 
 fn unexpected_indent(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "unexpected indent",
-        span,
-        "this line is indented more than the one above",
-    )
-    .with_help("only the lines after one ending in `:` start an indented block")
+    Diagnostic::error("unexpected indent", span, "this line is indented more than the one above")
+        .with_help("only the lines after one ending in `:` start an indented block")
 }

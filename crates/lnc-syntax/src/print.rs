@@ -80,11 +80,7 @@ impl Printer {
                 self.expr(d + 1, "target: ", target);
                 self.expr(d + 1, "value: ", value);
             }
-            StmtKind::AnnAssign {
-                target,
-                annotation,
-                value,
-            } => {
+            StmtKind::AnnAssign { target, annotation, value } => {
                 self.line(d, "", "AnnAssign", s.span);
                 self.expr(d + 1, "target: ", target);
                 self.expr(d + 1, "annotation: ", annotation);
@@ -100,12 +96,7 @@ impl Printer {
                     self.block(d + 1, "else:", orelse);
                 }
             }
-            StmtKind::For {
-                target,
-                iter,
-                body,
-                orelse,
-            } => {
+            StmtKind::For { target, iter, body, orelse } => {
                 self.line(d, "", "For", s.span);
                 self.expr(d + 1, "target: ", target);
                 self.expr(d + 1, "iter: ", iter);

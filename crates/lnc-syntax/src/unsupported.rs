@@ -29,27 +29,20 @@ pub fn describe_unsupported(what: &str) -> (String, Option<&'static str>) {
             format!("`lambda` is {in_kernels}"),
             Some("define a separate `@triton.jit` function and call it"),
         ),
-        "list comprehension"
-        | "generator expression"
-        | "set comprehension"
-        | "dict comprehension" => (
+        "list comprehension" | "generator expression" | "set comprehension" | "dict comprehension" => (
             format!("{what}s are {in_kernels}"),
             Some("compute on whole blocks instead, e.g. over `tl.arange(0, N)`"),
         ),
         "dict display" => (format!("dicts are {in_kernels}"), None),
         "set display" => (format!("sets are {in_kernels}"), None),
-        "f-string" => (
-            format!("f-strings are {in_kernels}"),
-            Some("use a plain string literal"),
-        ),
+        "f-string" => (format!("f-strings are {in_kernels}"), Some("use a plain string literal")),
         "bytes literal" => (format!("bytes literals are {in_kernels}"), None),
         "complex literal" => (format!("complex numbers are {in_kernels}"), None),
         "ellipsis" => (format!("`...` is {in_kernels}"), None),
         "starred expression" => (format!("starred expressions (`*x`) are {in_kernels}"), None),
-        "*args" | "**kwargs" => (
-            format!("argument unpacking (`{what}`) is {in_kernels}"),
-            Some("pass the arguments one by one"),
-        ),
+        "*args" | "**kwargs" => {
+            (format!("argument unpacking (`{what}`) is {in_kernels}"), Some("pass the arguments one by one"))
+        }
         "walrus" => (
             format!("assignment expressions (`:=`) are {in_kernels}"),
             Some("assign in a separate statement"),
@@ -61,14 +54,8 @@ pub fn describe_unsupported(what: &str) -> (String, Option<&'static str>) {
         ),
         "class" => (format!("class definitions are {in_kernels}"), None),
         "type alias" => (format!("type aliases are {in_kernels}"), None),
-        "for else" => (
-            format!("an `else` clause on a `for` loop is {in_kernels}"),
-            None,
-        ),
-        "while else" => (
-            format!("an `else` clause on a `while` loop is {in_kernels}"),
-            None,
-        ),
+        "for else" => (format!("an `else` clause on a `for` loop is {in_kernels}"), None),
+        "while else" => (format!("an `else` clause on a `while` loop is {in_kernels}"), None),
         other => (format!("`{other}` statements are {in_kernels}"), None),
     }
 }
@@ -99,11 +86,7 @@ fn stmt(s: &Stmt, out: &mut Vec<Diagnostic>) {
             expr(target, out);
             expr(value, out);
         }
-        StmtKind::AnnAssign {
-            target,
-            annotation,
-            value,
-        } => {
+        StmtKind::AnnAssign { target, annotation, value } => {
             expr(target, out);
             expr(annotation, out);
             value.iter().for_each(|v| expr(v, out));
@@ -113,12 +96,7 @@ fn stmt(s: &Stmt, out: &mut Vec<Diagnostic>) {
             stmts(body, out);
             stmts(orelse, out);
         }
-        StmtKind::For {
-            target,
-            iter,
-            body,
-            orelse,
-        } => {
+        StmtKind::For { target, iter, body, orelse } => {
             expr(target, out);
             expr(iter, out);
             stmts(body, out);

@@ -19,30 +19,22 @@ fn kernel_errors(body: &str) -> String {
 
 #[test]
 fn unterminated_string() {
-    insta::assert_snapshot!(kernel_errors(
-        "def k(X):\n    tl.device_print('x is, X)\n    return X\n"
-    ));
+    insta::assert_snapshot!(kernel_errors("def k(X):\n    tl.device_print('x is, X)\n    return X\n"));
 }
 
 #[test]
 fn unterminated_triple_string() {
-    insta::assert_snapshot!(kernel_errors(
-        "def k(X):\n    \"\"\"Docstring that never ends.\n    return X\n"
-    ));
+    insta::assert_snapshot!(kernel_errors("def k(X):\n    \"\"\"Docstring that never ends.\n    return X\n"));
 }
 
 #[test]
 fn mixed_tabs_and_spaces() {
-    insta::assert_snapshot!(kernel_errors(
-        "def k(X):\n    if X:\n        X = 1\n\tX = 2\n"
-    ));
+    insta::assert_snapshot!(kernel_errors("def k(X):\n    if X:\n        X = 1\n\tX = 2\n"));
 }
 
 #[test]
 fn unindent_mismatch() {
-    insta::assert_snapshot!(kernel_errors(
-        "def k(X):\n    if X > 0:\n        X = 1\n      X = 2\n"
-    ));
+    insta::assert_snapshot!(kernel_errors("def k(X):\n    if X > 0:\n        X = 1\n      X = 2\n"));
 }
 
 #[test]
@@ -118,8 +110,7 @@ fn errors_from_several_kernels() {
 fn lambda_in_a_kernel() {
     // `lambda` parses (so the rest of the kernel does too) and is reported as
     // unsupported, with its span.
-    let src =
-        format!("{HEADER}def k(X, N):\n    f = lambda v: v * 2\n    tl.store(X, f(tl.load(X)))\n");
+    let src = format!("{HEADER}def k(X, N):\n    f = lambda v: v * 2\n    tl.store(X, f(tl.load(X)))\n");
     let file = SourceFile::new("kernel.py", src);
     let parsed = lnc_syntax::parse_file(&file).expect("a lambda is valid syntax");
     let diags = lnc_syntax::unsupported::unsupported_diagnostics(&parsed.functions[0]);

@@ -6,10 +6,7 @@ use lnc_diag::SourceFile;
 
 fn host_file() -> SourceFile {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases/host_code.py");
-    SourceFile::new(
-        "host_code.py",
-        std::fs::read_to_string(path).expect("case file"),
-    )
+    SourceFile::new("host_code.py", std::fs::read_to_string(path).expect("case file"))
 }
 
 #[test]
@@ -22,47 +19,26 @@ fn only_jit_functions_are_parsed() {
     let found: Vec<(&str, Vec<&str>)> = parsed
         .functions
         .iter()
-        .map(|f| {
-            (
-                f.name.name.as_str(),
-                f.decorators.iter().map(|d| d.name.as_str()).collect(),
-            )
-        })
+        .map(|f| (f.name.name.as_str(), f.decorators.iter().map(|d| d.name.as_str()).collect()))
         .collect();
     assert_eq!(
         found,
         [
-            (
-                "add_kernel",
-                vec!["triton.autotune", "triton.heuristics", "triton.jit"]
-            ),
+            ("add_kernel", vec!["triton.autotune", "triton.heuristics", "triton.jit"]),
             ("scale", vec!["jit"]),
             ("relu_kernel", vec!["lnc.jit"]),
             ("tl_kernel", vec!["tl.jit", "other_decorator"]),
         ]
     );
     let add = &parsed.functions[0];
-    let params: Vec<(&str, bool)> = add
-        .params
-        .iter()
-        .map(|p| (p.name.name.as_str(), p.default.is_some()))
-        .collect();
+    let params: Vec<(&str, bool)> =
+        add.params.iter().map(|p| (p.name.name.as_str(), p.default.is_some())).collect();
     assert_eq!(
         params,
-        [
-            ("X", false),
-            ("Y", false),
-            ("Z", false),
-            ("N", false),
-            ("BLOCK", true),
-            ("EVEN", true)
-        ]
+        [("X", false), ("Y", false), ("Z", false), ("N", false), ("BLOCK", true), ("EVEN", true)]
     );
     let autotune = &add.decorators[0];
-    assert_eq!(
-        &file.text[autotune.span.range()],
-        "triton.autotune(configs=CONFIGS, key=['N'])"
-    );
+    assert_eq!(&file.text[autotune.span.range()], "triton.autotune(configs=CONFIGS, key=['N'])");
 }
 
 #[test]
@@ -75,24 +51,15 @@ fn snapshot_host_file_kernels() {
 #[test]
 fn a_file_without_kernels_is_empty() {
     let file = SourceFile::new("empty.py", "");
-    assert!(
-        lnc_syntax::parse_file(&file)
-            .expect("parses")
-            .functions
-            .is_empty()
-    );
+    assert!(lnc_syntax::parse_file(&file).expect("parses").functions.is_empty());
     let file = SourceFile::new("comments.py", "# just a comment\n\n   \n");
-    assert!(
-        lnc_syntax::parse_file(&file)
-            .expect("parses")
-            .functions
-            .is_empty()
-    );
+    assert!(lnc_syntax::parse_file(&file).expect("parses").functions.is_empty());
 }
 
 #[test]
 fn kernels_inside_host_blocks_are_not_top_level() {
-    let src = "if True:\n    @triton.jit\n    def k(x):\n        pass\nclass C:\n    @jit\n    def m(self): pass\n";
+    let src =
+        "if True:\n    @triton.jit\n    def k(x):\n        pass\nclass C:\n    @jit\n    def m(self): pass\n";
     let parsed = lnc_syntax::parse_file(&SourceFile::new("k.py", src)).expect("parses");
     assert!(parsed.functions.is_empty());
 }
@@ -103,10 +70,7 @@ fn host_code_errors_the_tokens_show_are_reported() {
         ("x = 1\n    y = 2\n", "unexpected indent"),
         ("  x = 1\n", "unexpected indent"),
         ("if x:\ny = 2\n", "expected an indented block"),
-        (
-            "class C:\n    def f(self):\n    pass\n",
-            "expected an indented block",
-        ),
+        ("class C:\n    def f(self):\n    pass\n", "expected an indented block"),
     ];
     for (src, message) in cases {
         let d = lnc_syntax::parse_file(&SourceFile::new("k.py", src)).unwrap_err();

@@ -5,10 +5,7 @@ use lnc_syntax::lexer::{Keyword, Op, StrKind, Token, TokenKind, tokenize};
 fn lex(src: &str) -> Vec<Token> {
     match tokenize(src) {
         Ok(t) => t,
-        Err(d) => panic!(
-            "{src:?}: {}",
-            d.render(&lnc_diag::SourceFile::new("t.py", src))
-        ),
+        Err(d) => panic!("{src:?}: {}", d.render(&lnc_diag::SourceFile::new("t.py", src))),
     }
 }
 
@@ -51,10 +48,7 @@ fn integers() {
         words("0 7 1_000 0x1F 0XfF 0o17 0b101 0B1_1 000"),
         "int:0 int:7 int:1000 int:31 int:255 int:15 int:5 int:3 int:0 NL END"
     );
-    assert_eq!(
-        words("18446744073709551615 18446744073709551616"),
-        "int:18446744073709551615 int:big NL END"
-    );
+    assert_eq!(words("18446744073709551615 18446744073709551616"), "int:18446744073709551615 int:big NL END");
 }
 
 #[test]
@@ -74,10 +68,7 @@ fn imaginary() {
 fn number_then_name_is_an_error() {
     assert_eq!(error("x = 1abc\n"), "invalid numeric literal");
     assert_eq!(error("x = 1_\n"), "invalid numeric literal");
-    assert_eq!(
-        error("x = 0123\n"),
-        "leading zeros in decimal integer literals are not permitted"
-    );
+    assert_eq!(error("x = 0123\n"), "leading zeros in decimal integer literals are not permitted");
     // A keyword may follow a number directly.
     assert_eq!(words("1if x else 2"), "int:1 if x else int:2 NL END");
 }
@@ -93,13 +84,9 @@ fn strings_and_prefixes() {
 #[test]
 fn escapes_are_decoded() {
     let k = kinds(r#"'a\n\t\\\'\"\x41\u00e9\U0001F600\101\q' b'\x41\u0041'"#);
-    let TokenKind::Str(s) = &k[0] else {
-        panic!("{k:?}")
-    };
+    let TokenKind::Str(s) = &k[0] else { panic!("{k:?}") };
     assert_eq!(s.value, "a\n\t\\'\"Aé😀A\\q");
-    let TokenKind::Str(b) = &k[1] else {
-        panic!("{k:?}")
-    };
+    let TokenKind::Str(b) = &k[1] else { panic!("{k:?}") };
     assert_eq!((b.kind, b.value.as_str()), (StrKind::Bytes, "A\\u0041"));
     assert_eq!(error(r"x = '\x4'"), "truncated `\\xXX` escape");
 }
@@ -107,15 +94,9 @@ fn escapes_are_decoded() {
 #[test]
 fn triple_quoted_strings_span_lines() {
     let src = "x = '''a\n'b' \"c\"\n''' \"\"\"d\\\"\"\"\"\ny = 1\n";
-    assert_eq!(
-        words(src),
-        r#"x = Str:"a\n'b' \"c\"\n" Str:"d\"" NL y = int:1 NL END"#
-    );
+    assert_eq!(words(src), r#"x = Str:"a\n'b' \"c\"\n" Str:"d\"" NL y = int:1 NL END"#);
     // A fake `def` inside a docstring is just text.
-    assert_eq!(
-        words("'''\ndef f():\n    pass\n'''\n"),
-        r#"Str:"\ndef f():\n    pass\n" NL END"#
-    );
+    assert_eq!(words("'''\ndef f():\n    pass\n'''\n"), r#"Str:"\ndef f():\n    pass\n" NL END"#);
 }
 
 #[test]
@@ -126,15 +107,9 @@ fn empty_strings_are_not_triple_quotes() {
 #[test]
 fn fstrings_with_nested_quotes_and_braces() {
     let spec = words(r#"f"{x["a"]:>{w}} {{lit}} {d['k']!r}" y"#);
-    assert!(
-        spec.starts_with("Format:") && spec.ends_with(" y NL END"),
-        "{spec}"
-    );
+    assert!(spec.starts_with("Format:") && spec.ends_with(" y NL END"), "{spec}");
     assert_eq!(words(r#"f"{x["a"]}" y"#), r#"Format:"{x[\"a\"]}" y NL END"#);
-    assert_eq!(
-        words("f'''{\n  x  # comment\n}''' z"),
-        "Format:\"{\\n  x  # comment\\n}\" z NL END"
-    );
+    assert_eq!(words("f'''{\n  x  # comment\n}''' z"), "Format:\"{\\n  x  # comment\\n}\" z NL END");
     assert_eq!(error("f'{x'\n"), "unterminated string literal");
 }
 
@@ -142,10 +117,7 @@ fn fstrings_with_nested_quotes_and_braces() {
 fn unterminated_strings() {
     assert_eq!(error("x = 'abc\ny = 2\n"), "unterminated string literal");
     assert_eq!(error("x = \"abc"), "unterminated string literal");
-    assert_eq!(
-        error("x = '''abc\n\ny = 2\n"),
-        "unterminated triple-quoted string literal"
-    );
+    assert_eq!(error("x = '''abc\n\ny = 2\n"), "unterminated triple-quoted string literal");
     assert_eq!(error("x = '\\"), "unterminated string literal");
 }
 
@@ -200,10 +172,7 @@ fn bad_characters() {
     assert_eq!(error("x = $y\n"), "invalid character `$` (U+0024)");
     assert_eq!(error("x = a ? b\n"), "invalid character `?` (U+003F)");
     assert_eq!(error("if !x:\n"), "invalid character `!`");
-    assert_eq!(
-        error("x = 1 \\ 2\n"),
-        "unexpected character after line continuation character"
-    );
+    assert_eq!(error("x = 1 \\ 2\n"), "unexpected character after line continuation character");
 }
 
 #[test]
@@ -216,10 +185,7 @@ fn spans_are_byte_offsets() {
 #[test]
 fn indentation_blocks() {
     let src = "if a:\n    b\n    if c:\n        d\ne\n";
-    assert_eq!(
-        words(src),
-        "if a : NL INDENT b NL if c : NL INDENT d NL DEDENT DEDENT e NL END"
-    );
+    assert_eq!(words(src), "if a : NL INDENT b NL if c : NL INDENT d NL DEDENT DEDENT e NL END");
 }
 
 #[test]
@@ -230,10 +196,7 @@ fn blank_and_comment_lines_do_not_count() {
 
 #[test]
 fn dedents_at_end_of_file_without_newline() {
-    assert_eq!(
-        words("if a:\n  if b:\n    c"),
-        "if a : NL INDENT if b : NL INDENT c NL DEDENT DEDENT END"
-    );
+    assert_eq!(words("if a:\n  if b:\n    c"), "if a : NL INDENT if b : NL INDENT c NL DEDENT DEDENT END");
 }
 
 #[test]
@@ -244,22 +207,13 @@ fn brackets_join_lines() {
 
 #[test]
 fn backslash_joins_lines() {
-    assert_eq!(
-        words("x = 1 + \\\n      2\ny\n"),
-        "x = int:1 + int:2 NL y NL END"
-    );
-    assert_eq!(
-        words("x = 1 + \\\r\n2\r\ny\r\n"),
-        "x = int:1 + int:2 NL y NL END"
-    );
+    assert_eq!(words("x = 1 + \\\n      2\ny\n"), "x = int:1 + int:2 NL y NL END");
+    assert_eq!(words("x = 1 + \\\r\n2\r\ny\r\n"), "x = int:1 + int:2 NL y NL END");
 }
 
 #[test]
 fn crlf_and_cr_newlines() {
-    assert_eq!(
-        words("if a:\r\n    b\r\nc\rd"),
-        "if a : NL INDENT b NL DEDENT c NL d NL END"
-    );
+    assert_eq!(words("if a:\r\n    b\r\nc\rd"), "if a : NL INDENT b NL DEDENT c NL d NL END");
 }
 
 #[test]
@@ -271,10 +225,7 @@ fn bom_is_skipped() {
 
 #[test]
 fn tabs_consistent_with_spaces_are_fine() {
-    assert_eq!(
-        words("if a:\n\tb\n\tc\n"),
-        "if a : NL INDENT b NL c NL DEDENT END"
-    );
+    assert_eq!(words("if a:\n\tb\n\tc\n"), "if a : NL INDENT b NL c NL DEDENT END");
     // Eight spaces then a tab: both columns and tab counts grow, no ambiguity.
     assert_eq!(
         words("if a:\n        b\n        \tc\n"),
@@ -302,10 +253,7 @@ fn inconsistent_dedent_is_an_error() {
 #[test]
 fn unbalanced_brackets() {
     assert_eq!(error("x = (1,\n2\n"), "`(` was never closed");
-    assert_eq!(
-        error("x = [1)\n"),
-        "closing bracket `)` does not match opening bracket `[`"
-    );
+    assert_eq!(error("x = [1)\n"), "closing bracket `)` does not match opening bracket `[`");
     assert_eq!(error("x = 1)\n"), "unmatched `)`");
 }
 

@@ -16,11 +16,7 @@ fn sexp(e: &Expr) -> String {
         ExprKind::Attribute { value, attr } => format!("{}.{}", sexp(value), attr.name),
         ExprKind::Call { func, args, kwargs } => {
             let mut parts: Vec<String> = args.iter().map(sexp).collect();
-            parts.extend(
-                kwargs
-                    .iter()
-                    .map(|(k, v)| format!("{}={}", k.name, sexp(v))),
-            );
+            parts.extend(kwargs.iter().map(|(k, v)| format!("{}={}", k.name, sexp(v))));
             format!("{}({})", sexp(func), parts.join(", "))
         }
         ExprKind::Subscript { value, items } => {
@@ -64,10 +60,7 @@ fn sexp(e: &Expr) -> String {
 fn expr(src: &str) -> String {
     match parse_expression(src) {
         Ok(e) => sexp(&e),
-        Err(d) => panic!(
-            "{src}: {}",
-            lnc_diag::render_all(&d, &SourceFile::new("e.py", src))
-        ),
+        Err(d) => panic!("{src}: {}", lnc_diag::render_all(&d, &SourceFile::new("e.py", src))),
     }
 }
 
@@ -113,10 +106,7 @@ fn comparisons_and_boolean_operators() {
     assert_eq!(expr("a < b <= c"), "(cmp a < b <= c)");
     assert_eq!(expr("a is not b"), "(cmp a is not b)");
     assert_eq!(expr("a not in b"), "(cmp a not in b)");
-    assert_eq!(
-        expr("a in b == c != d > e >= f is g"),
-        "(cmp a in b == c != d > e >= f is g)"
-    );
+    assert_eq!(expr("a in b == c != d > e >= f is g"), "(cmp a in b == c != d > e >= f is g)");
     assert_eq!(expr("not a == b"), "(not (cmp a == b))");
     assert_eq!(expr("a or b and not c or d"), "(or a (and b (not c)) d)");
     assert_eq!(expr("a + 1 < b & c"), "(cmp (+ a 1) < (& b c))");
@@ -125,15 +115,9 @@ fn comparisons_and_boolean_operators() {
 #[test]
 fn conditional_and_lambda() {
     assert_eq!(expr("a if b else c if d else e"), "(if b a (if d c e))");
-    assert_eq!(
-        expr("a or b if c and d else e"),
-        "(if (and c d) (or a b) e)"
-    );
+    assert_eq!(expr("a or b if c and d else e"), "(if (and c d) (or a b) e)");
     assert_eq!(expr("lambda x, y=1: x + y"), "<lambda>");
-    assert_eq!(
-        expr("f(lambda: 0, key=lambda d: d[1:2])"),
-        "f(<lambda>, key=<lambda>)"
-    );
+    assert_eq!(expr("f(lambda: 0, key=lambda d: d[1:2])"), "f(<lambda>, key=<lambda>)");
 }
 
 #[test]
@@ -187,9 +171,7 @@ fn unsupported_expressions_are_named() {
 fn unsupported_spans_cover_the_construct() {
     let src = "f(1, lambda a: a + 1, x)";
     let e = parse_expression(src).unwrap();
-    let ExprKind::Call { args, .. } = &e.kind else {
-        panic!()
-    };
+    let ExprKind::Call { args, .. } = &e.kind else { panic!() };
     assert_eq!(&src[args[1].span.range()], "lambda a: a + 1");
 }
 
@@ -242,13 +224,8 @@ fn statements() {
             "expr"
         ]
     );
-    let StmtKind::Assign { targets, value } = &f.body[2].kind else {
-        panic!()
-    };
-    assert_eq!(
-        (sexp(&targets[0]), sexp(value)),
-        ("(tuple a b)".into(), "(tuple b a)".into())
-    );
+    let StmtKind::Assign { targets, value } = &f.body[2].kind else { panic!() };
+    assert_eq!((sexp(&targets[0]), sexp(value)), ("(tuple a b)".into(), "(tuple b a)".into()));
 }
 
 #[test]
@@ -304,16 +281,14 @@ fn one_line_bodies_and_semicolons() {
 
 #[test]
 fn parameters() {
-    let src = "@triton.jit\ndef k(X, N: int, BLOCK: tl.constexpr = 128, /, *, flag=True) -> None:\n    pass\n";
+    let src =
+        "@triton.jit\ndef k(X, N: int, BLOCK: tl.constexpr = 128, /, *, flag=True) -> None:\n    pass\n";
     let f = lnc_syntax::parse_file(&SourceFile::new("k.py", src)).unwrap();
     let p = &f.functions[0].params;
     let names: Vec<&str> = p.iter().map(|p| p.name.name.as_str()).collect();
     assert_eq!(names, ["X", "N", "BLOCK", "flag"]);
     assert_eq!(p[2].default.as_ref().map(sexp).as_deref(), Some("128"));
-    assert_eq!(
-        p[2].annotation.as_ref().map(sexp).as_deref(),
-        Some("tl.constexpr")
-    );
+    assert_eq!(p[2].annotation.as_ref().map(sexp).as_deref(), Some("tl.constexpr"));
     assert_eq!(&src[p[2].span.range()], "BLOCK: tl.constexpr = 128");
 }
 
@@ -321,80 +296,33 @@ fn parameters() {
 fn parameter_errors() {
     let err = |sig: &str| {
         let src = format!("@jit\ndef k({sig}):\n    pass\n");
-        lnc_syntax::parse_file(&SourceFile::new("k.py", src)).unwrap_err()[0]
-            .message
-            .clone()
+        lnc_syntax::parse_file(&SourceFile::new("k.py", src)).unwrap_err()[0].message.clone()
     };
-    assert_eq!(
-        err("*args"),
-        "variadic parameters are not supported in kernels"
-    );
-    assert_eq!(
-        err("a, **kw"),
-        "variadic parameters are not supported in kernels"
-    );
+    assert_eq!(err("*args"), "variadic parameters are not supported in kernels");
+    assert_eq!(err("a, **kw"), "variadic parameters are not supported in kernels");
     assert_eq!(err("a, a"), "duplicate parameter `a`");
-    assert_eq!(
-        err("a=1, b"),
-        "parameter without a default follows parameter with a default"
-    );
+    assert_eq!(err("a=1, b"), "parameter without a default follows parameter with a default");
     assert_eq!(err("a b"), "expected `,` or `)`, found `b`");
 }
 
 #[test]
 fn statement_errors() {
-    assert_eq!(
-        kernel_error("    f() = 1\n"),
-        "cannot assign to a function call"
-    );
-    assert_eq!(
-        kernel_error("    a + 1 = 2\n"),
-        "cannot assign to an expression"
-    );
-    assert_eq!(
-        kernel_error("    a, b += 1\n"),
-        "invalid target for augmented assignment `+=`"
-    );
+    assert_eq!(kernel_error("    f() = 1\n"), "cannot assign to a function call");
+    assert_eq!(kernel_error("    a + 1 = 2\n"), "cannot assign to an expression");
+    assert_eq!(kernel_error("    a, b += 1\n"), "invalid target for augmented assignment `+=`");
     assert_eq!(
         kernel_error("    a, b: int\n"),
         "only a single name, attribute or subscript can be annotated"
     );
-    assert_eq!(
-        kernel_error("    x = a if b\n"),
-        "expected `else`, found end of line"
-    );
-    assert_eq!(
-        kernel_error("    f(a=1, b)\n"),
-        "positional argument follows keyword argument"
-    );
-    assert_eq!(
-        kernel_error("    f(a=1, a=2)\n"),
-        "keyword argument `a` repeated"
-    );
-    assert_eq!(
-        kernel_error("    x = 1 2\n"),
-        "expected end of line, found an integer literal"
-    );
-    assert_eq!(
-        kernel_error("    if x == 1\n        pass\n"),
-        "expected `:`, found end of line"
-    );
-    assert_eq!(
-        kernel_error("    for i range(3):\n        pass\n"),
-        "expected `in`, found `range`"
-    );
-    assert_eq!(
-        kernel_error("    x = 18446744073709551616\n"),
-        "integer literal is too large"
-    );
-    assert_eq!(
-        kernel_error("    else:\n        pass\n"),
-        "expected a statement, found keyword `else`"
-    );
-    assert_eq!(
-        kernel_error("    x = y[]\n"),
-        "expected an index, found `]`"
-    );
+    assert_eq!(kernel_error("    x = a if b\n"), "expected `else`, found end of line");
+    assert_eq!(kernel_error("    f(a=1, b)\n"), "positional argument follows keyword argument");
+    assert_eq!(kernel_error("    f(a=1, a=2)\n"), "keyword argument `a` repeated");
+    assert_eq!(kernel_error("    x = 1 2\n"), "expected end of line, found an integer literal");
+    assert_eq!(kernel_error("    if x == 1\n        pass\n"), "expected `:`, found end of line");
+    assert_eq!(kernel_error("    for i range(3):\n        pass\n"), "expected `in`, found `range`");
+    assert_eq!(kernel_error("    x = 18446744073709551616\n"), "integer literal is too large");
+    assert_eq!(kernel_error("    else:\n        pass\n"), "expected a statement, found keyword `else`");
+    assert_eq!(kernel_error("    x = y[]\n"), "expected an index, found `]`");
 }
 
 #[test]
@@ -404,13 +332,7 @@ fn one_error_per_function_and_recovery() {
     let tokens = lnc_syntax::lexer::tokenize(src).unwrap();
     let (parsed, diags) = lnc_syntax::parser::parse_tokens(src, &tokens);
     let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
-    assert_eq!(
-        messages,
-        [
-            "expected an expression, found `=`",
-            "expected an expression, found `)`"
-        ]
-    );
+    assert_eq!(messages, ["expected an expression, found `=`", "expected an expression, found `)`"]);
     assert_eq!(parsed.functions.len(), 1);
     assert_eq!(parsed.functions[0].name.name, "c");
     assert_eq!(lnc_syntax::parse_file(&file).unwrap_err().len(), 2);
@@ -454,10 +376,8 @@ fn unsupported_diagnostics_list_every_construct() {
     let f = kernel(
         "    y = [i for i in x]\n    with a:\n        pass\n    for i in x:\n        pass\n    else:\n        pass\n",
     );
-    let messages: Vec<String> = lnc_syntax::unsupported::unsupported_diagnostics(&f)
-        .into_iter()
-        .map(|d| d.message)
-        .collect();
+    let messages: Vec<String> =
+        lnc_syntax::unsupported::unsupported_diagnostics(&f).into_iter().map(|d| d.message).collect();
     assert_eq!(
         messages,
         [

@@ -4,10 +4,7 @@ use lnc_diag::SourceFile;
 use lnc_syntax::ast::{ExprKind, FunctionDef};
 
 fn seed() -> SourceFile {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/seeds/triton_05_layer_norm.py"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/seeds/triton_05_layer_norm.py");
     let text = std::fs::read_to_string(path).expect("seed file is readable");
     SourceFile::new("triton_05_layer_norm.py", text)
 }
@@ -28,8 +25,7 @@ fn signature(f: &FunctionDef) -> Vec<(String, bool)> {
             let constexpr = match &p.annotation {
                 Some(a) => match &a.kind {
                     ExprKind::Attribute { value, attr } => {
-                        attr.name == "constexpr"
-                            && matches!(&value.kind, ExprKind::Name(n) if n == "tl")
+                        attr.name == "constexpr" && matches!(&value.kind, ExprKind::Name(n) if n == "tl")
                     }
                     other => panic!("unexpected annotation {other:?}"),
                 },
@@ -53,45 +49,27 @@ fn names(plain: &[&str], constexpr: &[&str]) -> Vec<(String, bool)> {
 fn finds_exactly_the_three_kernels() {
     let (file, fns) = parse_seed();
     let found: Vec<&str> = fns.iter().map(|f| f.name.name.as_str()).collect();
-    assert_eq!(
-        found,
-        [
-            "_layer_norm_fwd_fused",
-            "_layer_norm_bwd_dx_fused",
-            "_layer_norm_bwd_dwdb"
-        ]
-    );
+    assert_eq!(found, ["_layer_norm_fwd_fused", "_layer_norm_bwd_dx_fused", "_layer_norm_bwd_dwdb"]);
     for f in &fns {
         let decorators: Vec<&str> = f.decorators.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(decorators, ["triton.jit"]);
-        assert!(
-            file.text[f.span.range()].starts_with("def "),
-            "span starts at `def`"
-        );
+        assert!(file.text[f.span.range()].starts_with("def "), "span starts at `def`");
         assert!(!f.body.is_empty());
     }
     assert_eq!(
         signature(&fns[0]),
-        names(
-            &["X", "Y", "W", "B", "M", "V", "stride", "N", "eps"],
-            &["BLOCK_SIZE"]
-        )
+        names(&["X", "Y", "W", "B", "M", "V", "stride", "N", "eps"], &["BLOCK_SIZE"])
     );
     assert_eq!(
         signature(&fns[1]),
         names(
-            &[
-                "DX", "DY", "DW", "DB", "X", "W", "B", "M", "V", "Lock", "stride", "N", "eps"
-            ],
+            &["DX", "DY", "DW", "DB", "X", "W", "B", "M", "V", "Lock", "stride", "N", "eps"],
             &["GROUP_SIZE_M", "BLOCK_SIZE_N"]
         )
     );
     assert_eq!(
         signature(&fns[2]),
-        names(
-            &["DW", "DB", "FINAL_DW", "FINAL_DB", "M", "N"],
-            &["BLOCK_SIZE_M", "BLOCK_SIZE_N"]
-        )
+        names(&["DW", "DB", "FINAL_DW", "FINAL_DB", "M", "N"], &["BLOCK_SIZE_M", "BLOCK_SIZE_N"])
     );
 }
 
@@ -117,10 +95,7 @@ fn snapshot_fwd_fused() {
 #[test]
 fn snapshot_bwd_dx_fused() {
     let (_, fns) = parse_seed();
-    insta::assert_snapshot!(
-        "layer_norm_bwd_dx_fused",
-        lnc_syntax::dump_function(&fns[1])
-    );
+    insta::assert_snapshot!("layer_norm_bwd_dx_fused", lnc_syntax::dump_function(&fns[1]));
 }
 
 #[test]
@@ -133,10 +108,6 @@ fn snapshot_bwd_dwdb() {
 fn no_unsupported_constructs_in_the_seed_kernels() {
     let (_, fns) = parse_seed();
     for f in &fns {
-        assert!(
-            lnc_syntax::unsupported::unsupported_diagnostics(f).is_empty(),
-            "{}",
-            f.name.name
-        );
+        assert!(lnc_syntax::unsupported::unsupported_diagnostics(f).is_empty(), "{}", f.name.name);
     }
 }

@@ -32,11 +32,7 @@ pub(crate) enum Ev {
     /// Every lane equals this scalar.
     Uniform(lir::Value),
     /// Lane `k` is `base + stride·k`.
-    Affine {
-        base: lir::Value,
-        stride: i64,
-        lanes: u8,
-    },
+    Affine { base: lir::Value, stride: i64, lanes: u8 },
     /// An explicit tile.
     Tile(lir::Value),
 }
@@ -60,15 +56,11 @@ impl Lowerer<'_> {
 
     fn affine(&self, base: lir::Value, stride: i64, lanes: u8) -> Ev {
         let stride = wrap(self.lty(base).dtype(), stride);
-        if stride == 0 {
-            Ev::Uniform(base)
-        } else {
-            Ev::Affine { base, stride, lanes }
-        }
+        if stride == 0 { Ev::Uniform(base) } else { Ev::Affine { base, stride, lanes } }
     }
 
     /// The value as an explicit tile of `lanes`.
-    pub(crate) fn to_tile(&mut self, e: Ev, lanes: u8) -> lir::Value {
+    pub(crate) fn tile_of(&mut self, e: Ev, lanes: u8) -> lir::Value {
         match e {
             Ev::Tile(t) => t,
             Ev::Uniform(v) => {
@@ -116,7 +108,11 @@ impl Lowerer<'_> {
                     let nb = self.sbin(Add, base, u);
                     return self.affine(nb, stride, lanes);
                 }
-                (Add | Sub, Ev::Affine { base: b1, stride: s1, .. }, Ev::Affine { base: b2, stride: s2, .. }) => {
+                (
+                    Add | Sub,
+                    Ev::Affine { base: b1, stride: s1, .. },
+                    Ev::Affine { base: b2, stride: s2, .. },
+                ) => {
                     let nb = self.sbin(op, b1, b2);
                     let s = if op == Add { s1.wrapping_add(s2) } else { s1.wrapping_sub(s2) };
                     return self.affine(nb, s, lanes);
@@ -148,7 +144,7 @@ impl Lowerer<'_> {
                 _ => {}
             }
         }
-        let (x, y) = (self.to_tile(a, lanes), self.to_tile(b, lanes));
+        let (x, y) = (self.tile_of(a, lanes), self.tile_of(b, lanes));
         Ev::Tile(self.sbin(op, x, y))
     }
 
@@ -157,7 +153,7 @@ impl Lowerer<'_> {
         if let (Ev::Uniform(x), Ev::Uniform(y)) = (a, b) {
             return Ev::Uniform(self.ins(lir::Opcode::Cmp(op), vec![x, y], Ty::Scalar(DType::I1)));
         }
-        let (x, y) = (self.to_tile(a, lanes), self.to_tile(b, lanes));
+        let (x, y) = (self.tile_of(a, lanes), self.tile_of(b, lanes));
         Ev::Tile(self.ins(lir::Opcode::Cmp(op), vec![x, y], Ty::Tile(DType::I1, lanes)))
     }
 
@@ -174,7 +170,7 @@ impl Lowerer<'_> {
                 self.affine(nb, stride.wrapping_neg(), lanes)
             }
             _ => {
-                let x = self.to_tile(a, lanes);
+                let x = self.tile_of(a, lanes);
                 let ty = self.lty(x);
                 Ev::Tile(self.ins(lir::Opcode::Unary(op), vec![x], ty))
             }
@@ -189,9 +185,9 @@ impl Lowerer<'_> {
         }
         let c = match c {
             Ev::Uniform(c) => c,
-            _ => self.to_tile(c, lanes),
+            _ => self.tile_of(c, lanes),
         };
-        let (x, y) = (self.to_tile(a, lanes), self.to_tile(b, lanes));
+        let (x, y) = (self.tile_of(a, lanes), self.tile_of(b, lanes));
         let ty = self.lty(x);
         Ev::Tile(self.ins(lir::Opcode::Select, vec![c, x, y], ty))
     }
@@ -208,7 +204,7 @@ impl Lowerer<'_> {
                 self.affine(nb, stride, lanes)
             }
             _ => {
-                let x = self.to_tile(a, lanes);
+                let x = self.tile_of(a, lanes);
                 Ev::Tile(self.cast(x, Ty::Tile(to, lanes)))
             }
         }
@@ -219,7 +215,7 @@ impl Lowerer<'_> {
         match a {
             Ev::Uniform(x) => Ev::Uniform(self.ins(lir::Opcode::Bitcast, vec![x], Ty::Scalar(to))),
             _ => {
-                let x = self.to_tile(a, lanes);
+                let x = self.tile_of(a, lanes);
                 Ev::Tile(self.ins(lir::Opcode::Bitcast, vec![x], Ty::Tile(to, lanes)))
             }
         }
@@ -280,4 +276,33 @@ pub(crate) fn stride(f: &bir::Function, v: bir::Value) -> Option<i64> {
         },
         _ => None,
     }
+}
+
+/// True when `a` and `b` compute the same values: the same value, or the same pure
+/// instruction on operands that compute the same values (the front end does not merge
+/// `X + i` written twice, and a store through one and a load through the other touch
+/// the same positions).
+pub(crate) fn same_values(f: &bir::Function, a: bir::Value, b: bir::Value) -> bool {
+    fn go(f: &bir::Function, a: bir::Value, b: bir::Value, fuel: &mut u32) -> bool {
+        if a == b {
+            return true;
+        }
+        if *fuel == 0 || f.ty(a) != f.ty(b) {
+            return false;
+        }
+        *fuel -= 1;
+        let (bir::ValueDef::Result(i, 0), bir::ValueDef::Result(j, 0)) = (f.values[a].def, f.values[b].def)
+        else {
+            return false;
+        };
+        let (x, y) = (f.inst(i), f.inst(j));
+        // Program ids and constants are the same wherever computed; other pure ops
+        // compare their operands.
+        x.opcode == y.opcode
+            && x.opcode.is_pure()
+            && x.regions.is_empty()
+            && x.args.len() == y.args.len()
+            && x.args.iter().zip(&y.args).all(|(&p, &q)| go(f, p, q, fuel))
+    }
+    go(f, a, b, &mut 256)
 }

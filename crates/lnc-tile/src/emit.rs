@@ -21,7 +21,7 @@ use crate::fusion::{Backing, EmitScope, Group, Lowerer, Sink};
 /// axes (a power of two that divides the extent).
 pub(crate) fn tile_lanes(lanes: u8, extent: u32) -> u8 {
     let mut l = (lanes as u32).min(extent).max(1);
-    while extent % l != 0 {
+    while !extent.is_multiple_of(l) {
         l /= 2;
     }
     l as u8
@@ -51,8 +51,10 @@ pub(crate) fn combine(op: bir::ReduceOp) -> bir::BinOp {
     }
 }
 
-type Body<'b, 'a> = dyn FnMut(&mut Lowerer<'a>, lir::Value, &[lir::Value]) -> Result<Vec<lir::Value>, TileError> + 'b;
-type NestBody<'b, 'a> = dyn FnMut(&mut Lowerer<'a>, &Point, &[lir::Value]) -> Result<Vec<lir::Value>, TileError> + 'b;
+type Body<'b, 'a> =
+    dyn FnMut(&mut Lowerer<'a>, lir::Value, &[lir::Value]) -> Result<Vec<lir::Value>, TileError> + 'b;
+type NestBody<'b, 'a> =
+    dyn FnMut(&mut Lowerer<'a>, &Point, &[lir::Value]) -> Result<Vec<lir::Value>, TileError> + 'b;
 
 impl<'a> Lowerer<'a> {
     /// Appends an instruction with one result.
@@ -108,6 +110,8 @@ impl<'a> Lowerer<'a> {
             bir::BinOp::Add | bir::BinOp::Sub if self.is_int_const(b, 0) => return a,
             bir::BinOp::Mul if self.is_int_const(a, 1) => return b,
             bir::BinOp::Mul if self.is_int_const(b, 1) => return a,
+            bir::BinOp::Mul if self.is_int_const(a, 0) && !self.lty(b).is_tile() => return a,
+            bir::BinOp::Mul if self.is_int_const(b, 0) && !self.lty(a).is_tile() => return b,
             _ => {}
         }
         let ty = self.lty(a);
@@ -118,6 +122,16 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn cast(&mut self, v: lir::Value, to: Ty) -> lir::Value {
         if self.lty(v) == to {
             return v;
+        }
+        // Integer constants widen or wrap at compile time.
+        if let (Some(Const::Int(k)), Ty::Scalar(d)) = (self.const_of(v), to)
+            && d.is_int()
+            && d != DType::I1
+            && self.lty(v).dtype().is_int()
+        {
+            let from = self.lty(v).dtype();
+            let k = if from.is_signed() || from.bits() == 64 { k } else { k & ((1i64 << from.bits()) - 1) };
+            return self.iconst(d, d.wrap_int(k));
         }
         self.ins(lir::Opcode::Cast, vec![v], to)
     }
@@ -188,6 +202,16 @@ impl<'a> Lowerer<'a> {
 
     /// The element index of point `idx` in a row-major buffer of `shape`.
     pub(crate) fn linear_index(&mut self, shape: &[u32], idx: &[Idx]) -> lir::Value {
+        let key = (shape.to_vec(), idx.to_vec());
+        if let Some(&v) = self.scopes.iter().rev().find_map(|s| s.linear.get(&key)) {
+            return v;
+        }
+        let v = self.compute_linear_index(shape, idx);
+        self.scopes.last_mut().expect("a scope").linear.insert(key, v);
+        v
+    }
+
+    fn compute_linear_index(&mut self, shape: &[u32], idx: &[Idx]) -> lir::Value {
         let mut acc: Option<lir::Value> = None;
         let mut stride: i64 = 1;
         for (a, &i) in idx.iter().enumerate().rev() {
@@ -214,7 +238,7 @@ impl<'a> Lowerer<'a> {
     /// A value as a tile at a tiled point, or as a scalar at a point without tiles.
     pub(crate) fn at_point(&mut self, e: Ev, p: &Point) -> Result<lir::Value, TileError> {
         if p.has_tile() {
-            return Ok(self.to_tile(e, p.lanes));
+            return Ok(self.tile_of(e, p.lanes));
         }
         match e {
             Ev::Uniform(v) => Ok(v),
@@ -223,7 +247,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Writes `v` at point `p` of the buffer `slot` holding a block of `shape`.
-    pub(crate) fn scratch_store(&mut self, slot: u32, shape: &[u32], p: &Point, e: Ev) -> Result<(), TileError> {
+    pub(crate) fn scratch_store(
+        &mut self,
+        slot: u32,
+        shape: &[u32],
+        p: &Point,
+        e: Ev,
+    ) -> Result<(), TileError> {
         let index = self.linear_index(shape, &p.idx);
         let v = self.at_point(e, p)?;
         self.ins_effect(lir::Opcode::ScratchStore(slot), vec![index, v]);
@@ -243,15 +273,13 @@ impl<'a> Lowerer<'a> {
                 let bir::Opcode::Reduce { op, .. } = bf.inst(i).opcode else { unreachable!() };
                 let d = bf.ty(bf.inst(i).args[0]).elem.dtype();
                 if d == DType::I1 {
-                    return Err(self.err(i, "a reduction of `int1` values (convert them to an integer type first)"));
+                    return Err(
+                        self.err(i, "a reduction of `int1` values (convert them to an integer type first)")
+                    );
                 }
                 let n = self.constant(d, neutral(op, d));
                 self.span = bf.span(i);
-                let init = if tiled {
-                    self.ins(lir::Opcode::Splat, vec![n], Ty::Tile(d, lanes))
-                } else {
-                    n
-                };
+                let init = if tiled { self.ins(lir::Opcode::Splat, vec![n], Ty::Tile(d, lanes)) } else { n };
                 inits.push(init);
                 reductions.push((i, op, d));
             }
@@ -261,11 +289,8 @@ impl<'a> Lowerer<'a> {
         })?;
         for (&(i, op, d), acc) in reductions.iter().zip(finals) {
             self.span = bf.span(i);
-            let s = if tiled {
-                self.ins(lir::Opcode::ReduceLanes(op), vec![acc], Ty::Scalar(d))
-            } else {
-                acc
-            };
+            let s =
+                if tiled { self.ins(lir::Opcode::ReduceLanes(op), vec![acc], Ty::Scalar(d)) } else { acc };
             let r = bf.inst(i).results[0];
             if bf.ty(r).is_block() {
                 self.backed.insert(r, Backing::Uniform(s));

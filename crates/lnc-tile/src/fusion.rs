@@ -108,6 +108,7 @@ pub(crate) struct EmitScope {
     pub(crate) consts: HashMap<(lir::DType, u64, bool), lir::Value>,
     pub(crate) evals: HashMap<(bir::Value, Vec<crate::eval::Idx>), affine::Ev>,
     pub(crate) ptrs: HashMap<(bir::Value, Vec<crate::eval::Idx>), crate::eval::PtrEv>,
+    pub(crate) linear: HashMap<(Vec<u32>, Vec<crate::eval::Idx>), lir::Value>,
 }
 
 /// The lowering of one function: block-IR inputs, the loop IR being built, and the state
@@ -131,6 +132,8 @@ pub(crate) struct Lowerer<'a> {
     scheduled: HashSet<bir::Inst>,
     /// Scratch slots of the blocks materialized by the loop being emitted.
     pub(crate) mat_slots: HashMap<bir::Value, u32>,
+    /// Buffers gathering the per-lane results of reductions along the last axis.
+    pub(crate) lane_buffers: HashMap<bir::Inst, u32>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -152,6 +155,7 @@ impl<'a> Lowerer<'a> {
             sched: Vec::new(),
             scheduled: HashSet::new(),
             mat_slots: HashMap::new(),
+            lane_buffers: HashMap::new(),
         }
     }
 
@@ -273,12 +277,7 @@ impl<'a> Lowerer<'a> {
         let data = self.bf.inst(i);
         match data.opcode {
             bir::Opcode::Reduce { .. } | bir::Opcode::Assert => self.shape(data.args[0]),
-            _ => data
-                .args
-                .iter()
-                .map(|&a| self.shape(a))
-                .max_by_key(|s| s.len())
-                .unwrap_or_default(),
+            _ => data.args.iter().map(|&a| self.shape(a)).max_by_key(|s| s.len()).unwrap_or_default(),
         }
     }
 
@@ -295,10 +294,7 @@ impl<'a> Lowerer<'a> {
         match s {
             Sink::Store(i) | Sink::Atomic(i) => {
                 let ptr = self.bf.inst(i).args[0];
-                Some(Access {
-                    root: self.prov.root(ptr),
-                    ptr,
-                })
+                Some(Access { root: self.prov.root(ptr), ptr })
             }
             _ => None,
         }
@@ -338,10 +334,8 @@ impl<'a> Lowerer<'a> {
                 };
                 let data = self.bf.inst(i);
                 let pending = self.is_block(v) && !self.backed.contains_key(&v);
-                (pending && matches!(data.opcode, bir::Opcode::Load { .. })).then(|| Access {
-                    root: self.prov.root(data.args[0]),
-                    ptr: data.args[0],
-                })
+                (pending && matches!(data.opcode, bir::Opcode::Load { .. }))
+                    .then(|| Access { root: self.prov.root(data.args[0]), ptr: data.args[0] })
             })
             .collect();
         (values, loads)
@@ -350,7 +344,9 @@ impl<'a> Lowerer<'a> {
     /// Whether a write and another access to the same argument can share one loop.
     fn compatible(&self, a: Access, b: Access, shape: &[u32]) -> bool {
         a.root != b.root
-            || (a.ptr == b.ptr && shape.len() == 1 && affine::stride(self.bf, a.ptr).is_some_and(|s| s != 0))
+            || (shape.len() == 1
+                && affine::same_values(self.bf, a.ptr, b.ptr)
+                && affine::stride(self.bf, a.ptr).is_some_and(|s| s != 0))
     }
 
     fn hazard(&self, group: &Group, sinks: &[Sink]) -> bool {
@@ -359,8 +355,7 @@ impl<'a> Lowerer<'a> {
         let (_, s_reads) = self.dag_of(sinks);
         let s_writes: Vec<Access> = sinks.iter().filter_map(|&s| self.sink_write(s)).collect();
         let clash = |ws: &[Access], others: &[Access]| {
-            ws.iter()
-                .any(|&w| others.iter().any(|&o| !self.compatible(w, o, &group.shape)))
+            ws.iter().any(|&w| others.iter().any(|&o| !self.compatible(w, o, &group.shape)))
         };
         clash(&s_writes, &g_reads) || clash(&s_writes, &g_writes) || clash(&g_writes, &s_reads)
     }
@@ -377,7 +372,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Adds a sink to the open group, flushing first when it cannot join.
-    fn push_sink(&mut self, sink: Sink, shape: Vec<u32>, inst: Option<bir::Inst>, isolated: bool) -> Result<(), TileError> {
+    fn push_sink(
+        &mut self,
+        sink: Sink,
+        shape: Vec<u32>,
+        inst: Option<bir::Inst>,
+        isolated: bool,
+    ) -> Result<(), TileError> {
         let must_flush = match &self.sched.last().expect("a region").group {
             None => false,
             Some(g) => {
@@ -414,7 +415,7 @@ impl<'a> Lowerer<'a> {
         let shape = self.sink_shape(i);
         if let Some(w) = self.sink_write(sink) {
             // Loads of the written argument at other positions must come from an earlier loop.
-            let (values, loads) = self.dag_of(&[sink]);
+            let (values, _) = self.dag_of(&[sink]);
             let clashing: Vec<bir::Value> = values
                 .iter()
                 .copied()
@@ -424,10 +425,13 @@ impl<'a> Lowerer<'a> {
                     matches!(data.opcode, bir::Opcode::Load { .. })
                         && self.is_block(v)
                         && !self.backed.contains_key(&v)
-                        && !self.compatible(w, Access { root: self.prov.root(data.args[0]), ptr: data.args[0] }, &shape)
+                        && !self.compatible(
+                            w,
+                            Access { root: self.prov.root(data.args[0]), ptr: data.args[0] },
+                            &shape,
+                        )
                 })
                 .collect();
-            debug_assert!(clashing.len() <= loads.len());
             if !clashing.is_empty() {
                 for v in clashing {
                     self.ensure_materialized(v)?;
@@ -438,7 +442,11 @@ impl<'a> Lowerer<'a> {
             self.protect_live_loads((!atomic).then_some(w.root), Some(i))?;
         }
         let isolated = matches!(sink, Sink::Atomic(_));
-        self.push_sink(sink, shape, Some(i), isolated)
+        self.push_sink(sink, shape, Some(i), isolated)?;
+        // Results exist only after the loop: whatever uses them waits for the flush.
+        let results = self.bf.inst(i).results.clone();
+        self.cur().tainted.extend(results);
+        Ok(())
     }
 
     /// Before a write to `root` (`None`: to any argument), keeps in scratch every pending
@@ -456,10 +464,7 @@ impl<'a> Lowerer<'a> {
             if root.is_some_and(|root| root != r) {
                 continue;
             }
-            let pending = self
-                .uses
-                .consumers(v)
-                .any(|c| !self.scheduled.contains(&c) && Some(c) != except);
+            let pending = self.uses.consumers(v).any(|c| !self.scheduled.contains(&c) && Some(c) != except);
             if pending {
                 self.ensure_materialized(v)?;
             }
@@ -477,7 +482,12 @@ impl<'a> Lowerer<'a> {
             return Ok(());
         }
         if let Some(g) = &self.sched.last().expect("a region").group {
-            let (values, _) = self.dag_of(&g.sinks);
+            let (mut values, _) = self.dag_of(&g.sinks);
+            // An atomic's result is computed by its sink.
+            values.extend(g.sinks.iter().filter_map(|s| match s {
+                Sink::Atomic(i) => Some(self.bf.inst(*i).results[0]),
+                _ => None,
+            }));
             if values.contains(&v) {
                 self.cur().group.as_mut().expect("checked").forced.insert(v);
                 return Ok(());
@@ -499,7 +509,10 @@ impl<'a> Lowerer<'a> {
         };
         matches!(
             self.bf.inst(i).opcode,
-            bir::Opcode::Load { .. } | bir::Opcode::Reduce { .. } | bir::Opcode::Atomic { .. } | bir::Opcode::AtomicCas
+            bir::Opcode::Load { .. }
+                | bir::Opcode::Reduce { .. }
+                | bir::Opcode::Atomic { .. }
+                | bir::Opcode::AtomicCas
         )
     }
 
@@ -525,7 +538,8 @@ impl<'a> Lowerer<'a> {
                 if !self.materializable(v) || self.mat_slots.contains_key(&v) {
                     continue;
                 }
-                let needed_later = g.forced.contains(&v) || self.uses.consumers(v).any(|c| !g.insts.contains(&c));
+                let needed_later =
+                    g.forced.contains(&v) || self.uses.consumers(v).any(|c| !g.insts.contains(&c));
                 if needed_later {
                     let d = self.bf.ty(v).elem.dtype();
                     let len = self.bf.ty(v).shape.numel() as u32;
@@ -557,7 +571,12 @@ impl<'a> Lowerer<'a> {
         // Blocks captured from outside: keep what holds a load, the region may run many times.
         let mut inside = HashSet::new();
         let mut nested = Vec::new();
-        fn walk(f: &bir::Function, r: &bir::Region, inside: &mut HashSet<bir::Value>, nested: &mut Vec<bir::Inst>) {
+        fn walk(
+            f: &bir::Function,
+            r: &bir::Region,
+            inside: &mut HashSet<bir::Value>,
+            nested: &mut Vec<bir::Inst>,
+        ) {
             inside.extend(r.args.iter().copied());
             for &i in &r.insts {
                 nested.push(i);
@@ -623,18 +642,23 @@ impl<'a> Lowerer<'a> {
         Ok(self.b.func.add_scratch(t.elem.dtype(), t.shape.numel() as u32))
     }
 
-    /// Copies block inits into their buffers, then flushes.
-    fn init_carried(&mut self, inits: &[(bir::Value, u32)]) -> Result<(), TileError> {
+    /// Copies the block inits of loop `owner` into their buffers, then flushes.
+    fn init_carried(&mut self, owner: bir::Inst, inits: &[(bir::Value, u32)]) -> Result<(), TileError> {
         for &(v, slot) in inits {
             let shape = self.shape(v);
-            self.push_sink(Sink::ToScratch(v, slot), shape, None, false)?;
+            self.push_sink(Sink::ToScratch(v, slot), shape, Some(owner), false)?;
         }
         self.flush()
     }
 
     /// Lowers a region's terminator: flushes, writes yielded blocks to their buffers (one
     /// isolated group per shape, reads before writes), and returns the scalar operands.
-    fn yield_blocks(&mut self, values: &[bir::Value], slots: &[Option<u32>], term: bir::Inst) -> Result<Vec<lir::Value>, TileError> {
+    fn yield_blocks(
+        &mut self,
+        values: &[bir::Value],
+        slots: &[Option<u32>],
+        term: bir::Inst,
+    ) -> Result<Vec<lir::Value>, TileError> {
         self.span = self.bf.span(term);
         self.flush()?;
         let mut scalars = Vec::new();
@@ -664,7 +688,8 @@ impl<'a> Lowerer<'a> {
                 }
             });
             if reads_written {
-                return Err(self.err(term, "blocks of different shapes yielded from one another are not supported yet"));
+                return Err(self
+                    .err(term, "blocks of different shapes yielded from one another are not supported yet"));
             }
             written.extend(sinks.iter().filter_map(|s| match s {
                 Sink::ToScratch(_, slot) => Some(*slot),
@@ -686,7 +711,13 @@ impl<'a> Lowerer<'a> {
         Ok(scalars)
     }
 
-    fn scalar_arg(&mut self, owner: lir::Inst, region: u32, v: bir::Value, at: bir::Inst) -> Result<lir::Value, TileError> {
+    fn scalar_arg(
+        &mut self,
+        owner: lir::Inst,
+        region: u32,
+        v: bir::Value,
+        at: bir::Inst,
+    ) -> Result<lir::Value, TileError> {
         let ty = self.scalar_ty(v, Some(at))?;
         let a = self.b.region_arg(owner, region, ty);
         self.scalars.insert(v, a);
@@ -708,7 +739,7 @@ impl<'a> Lowerer<'a> {
                 slots.push(None);
             }
         }
-        self.init_carried(&block_inits)?;
+        self.init_carried(i, &block_inits)?;
         let mut args: Vec<lir::Value> = data.args[..3].iter().map(|&a| self.scalar(a)).collect();
         let mut result_tys = Vec::new();
         for (k, &init) in data.args[3..].iter().enumerate() {
@@ -777,7 +808,7 @@ impl<'a> Lowerer<'a> {
                 slots.push(None);
             }
         }
-        self.init_carried(&block_inits)?;
+        self.init_carried(i, &block_inits)?;
         for (k, &init) in data.args.iter().enumerate() {
             if slots[k].is_none() {
                 args.push(self.scalar(init));

@@ -66,19 +66,12 @@ pub struct TileError {
 
 impl TileError {
     pub(crate) fn new(span: Span, message: impl Into<String>) -> TileError {
-        TileError {
-            span,
-            message: message.into(),
-        }
+        TileError { span, message: message.into() }
     }
 
     /// The error as a source diagnostic.
     pub fn to_diagnostic(&self) -> Diagnostic {
-        Diagnostic::error(
-            self.message.clone(),
-            self.span,
-            "cannot be compiled for the CPU",
-        )
+        Diagnostic::error(self.message.clone(), self.span, "here")
     }
 }
 

@@ -31,10 +31,7 @@ impl Provenance {
 }
 
 pub(crate) fn analyze(f: &Function) -> Result<Provenance, TileError> {
-    let mut a = Analyzer {
-        f,
-        root: HashMap::new(),
-    };
+    let mut a = Analyzer { f, root: HashMap::new() };
     for p in &f.params {
         if f.ty(p.value).elem.is_ptr() {
             a.root.insert(p.value, p.slot);
@@ -93,11 +90,7 @@ impl Analyzer<'_> {
         if !data.opcode.is_terminator() {
             return Vec::new();
         }
-        data.args
-            .iter()
-            .skip(skip)
-            .map(|v| self.root.get(v).copied())
-            .collect()
+        data.args.iter().skip(skip).map(|v| self.root.get(v).copied()).collect()
     }
 
     fn inst(&mut self, i: Inst) -> Result<(), TileError> {

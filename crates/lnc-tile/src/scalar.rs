@@ -30,10 +30,7 @@ impl Lowerer<'_> {
 
     pub(crate) fn site(&mut self, i: bir::Inst, ptr: bir::Value) -> u32 {
         let arg = self.prov.root(ptr);
-        self.b.func.add_site(lir::Site {
-            span: self.bf.span(i),
-            arg,
-        })
+        self.b.func.add_site(lir::Site { span: self.bf.span(i), arg })
     }
 
     /// Lowers a scalar instruction in place.
@@ -65,20 +62,12 @@ impl Lowerer<'_> {
                 self.ptr_parts.insert(data.results[0], (args[0], args[1]));
                 v
             }
-            bir::Opcode::Load {
-                has_mask,
-                has_other,
-            } => {
+            bir::Opcode::Load { has_mask, has_other } => {
                 let (base, off) = self.scalar_address(data.args[0]);
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Load {
-                    addr: lir::Addressing::Scalar,
-                    has_mask,
-                    has_other,
-                    site,
-                };
+                let op = lir::Opcode::Load { addr: lir::Addressing::Scalar, has_mask, has_other, site };
                 self.ins(op, a, ty())
             }
             bir::Opcode::Store { has_mask } => {
@@ -86,11 +75,7 @@ impl Lowerer<'_> {
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Store {
-                    addr: lir::Addressing::Scalar,
-                    has_mask,
-                    site,
-                };
+                let op = lir::Opcode::Store { addr: lir::Addressing::Scalar, has_mask, site };
                 self.ins_effect(op, a);
                 return Ok(());
             }
@@ -99,12 +84,7 @@ impl Lowerer<'_> {
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Atomic {
-                    op,
-                    addr: lir::Addressing::Scalar,
-                    has_mask,
-                    site,
-                };
+                let op = lir::Opcode::Atomic { op, addr: lir::Addressing::Scalar, has_mask, site };
                 self.ins(op, a, ty())
             }
             bir::Opcode::AtomicCas => {
@@ -112,10 +92,7 @@ impl Lowerer<'_> {
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::AtomicCas {
-                    addr: lir::Addressing::Scalar,
-                    site,
-                };
+                let op = lir::Opcode::AtomicCas { addr: lir::Addressing::Scalar, site };
                 self.ins(op, a, ty())
             }
             bir::Opcode::Assert => {
@@ -128,10 +105,7 @@ impl Lowerer<'_> {
                 return Ok(());
             }
             _ => {
-                return Err(self.err(
-                    i,
-                    format!("`{}` on scalars cannot be lowered", data.opcode.mnemonic()),
-                ));
+                return Err(self.err(i, format!("`{}` on scalars cannot be lowered", data.opcode.mnemonic())));
             }
         };
         self.scalars.insert(data.results[0], v);
@@ -140,9 +114,6 @@ impl Lowerer<'_> {
 
     /// A site for an assert: its span; no argument is involved.
     pub(crate) fn assert_site(&mut self, i: bir::Inst) -> u32 {
-        self.b.func.add_site(lir::Site {
-            span: self.bf.span(i),
-            arg: u32::MAX,
-        })
+        self.b.func.add_site(lir::Site { span: self.bf.span(i), arg: u32::MAX })
     }
 }

@@ -200,10 +200,10 @@ impl From<bool> for Arg<'_> {
     }
 }
 
-/// Builds a `Vec<Arg>` from a list of buffers and scalars: `args![&x, &mut y, n, 1e-5f32]`.
+/// Builds an array of [`Arg`]s from buffers and scalars: `args![&x, &mut y, n, 1e-5f32]`.
 #[macro_export]
 macro_rules! args {
     ($($a:expr),* $(,)?) => {
-        vec![$($crate::Arg::from($a)),*]
+        [$($crate::Arg::from($a)),*]
     };
 }

@@ -71,7 +71,10 @@ pub struct Kernel {
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernel").field("name", &self.name).field("signature", &self.signature.to_string()).finish()
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("signature", &self.signature.to_string())
+            .finish()
     }
 }
 
@@ -184,14 +187,20 @@ impl Kernel {
                 }
             }
         };
-        let result = lnc_runtime::launch(
-            code.entry(),
-            grid.0,
-            &slots,
-            &bounds,
-            code.scratch_bytes(),
-            self.pool.as_deref(),
-        );
+        // SAFETY: every pointer slot comes from a borrowed buffer that outlives the launch,
+        // writable when the kernel writes through it, and its bounds describe that buffer;
+        // checked code stays inside them, and unchecked code is the caller's promise
+        // (`launch_unchecked` is unsafe).
+        let result = unsafe {
+            lnc_runtime::launch(
+                code.entry(),
+                grid.0,
+                &slots,
+                &bounds,
+                code.scratch_bytes(),
+                self.pool.as_deref(),
+            )
+        };
         match result {
             Ok(()) => Ok(()),
             Err(LaunchError::Fault { status, pid, fault }) => {
@@ -221,7 +230,13 @@ impl Kernel {
         }
     }
 
-    fn encode(&self, p: &RuntimeParam, a: &Arg<'_>, bounds: &mut Bounds, valid: &mut (i64, i64)) -> Result<u64> {
+    fn encode(
+        &self,
+        p: &RuntimeParam,
+        a: &Arg<'_>,
+        bounds: &mut Bounds,
+        valid: &mut (i64, i64),
+    ) -> Result<u64> {
         let mismatch = |got: String| {
             self.launch_error(format!("parameter `{}` is `{}` but the argument is {got}", p.name, p.elem))
         };
@@ -254,7 +269,9 @@ impl Kernel {
                 let _ = d;
                 Err(mismatch(format!("a buffer of {}", b.dtype)))
             }
-            (Elem::Scalar(d), Arg::Scalar(s)) => encode_scalar(d, *s).ok_or_else(|| mismatch(format!("{s:?}"))),
+            (Elem::Scalar(d), Arg::Scalar(s)) => {
+                encode_scalar(d, *s).ok_or_else(|| mismatch(format!("{s:?}")))
+            }
         }
     }
 }

@@ -119,7 +119,6 @@ impl Module {
             name,
             sig,
             &opts,
-            true,
             &DumpRequest::default(),
             &mut Vec::new(),
         )?;
@@ -140,7 +139,7 @@ impl Module {
     pub fn dump(&self, name: &str, signature: &str, req: &DumpRequest) -> Result<Vec<Dump>> {
         let sig = self.signature(name, signature)?;
         let mut dumps = Vec::new();
-        pipeline::compile(&self.file, &self.ast, name, &sig, &self.jit.inner.options, req.checked, req, &mut dumps)?;
+        pipeline::compile(&self.file, &self.ast, name, &sig, &self.jit.inner.options, req, &mut dumps)?;
         Ok(dumps)
     }
 }

@@ -91,22 +91,21 @@ fn internal(stage: &str, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("{stage} verifier failed:\n{e}"))
 }
 
-/// Runs the whole pipeline. When `codegen` is false it stops after tiling (dumps only).
+/// Runs the whole pipeline; the code is bounds-checked when `req.checked`.
 pub(crate) fn compile(
     file: &Arc<SourceFile>,
     ast: &ast::File,
     kernel: &str,
     sig: &Signature,
     opts: &CompileOptions,
-    checked: bool,
     req: &DumpRequest,
     dumps: &mut Vec<Dump>,
 ) -> Result<Artifacts> {
     let mut timings = Timings::default();
-    if req.wants(Stage::Ast) {
-        if let Some(f) = ast.functions.iter().find(|f| f.name.name == kernel) {
-            dumps.push(Dump { stage: Stage::Ast, pass: None, text: lnc_syntax::print::dump_function(f) });
-        }
+    if req.wants(Stage::Ast)
+        && let Some(f) = ast.functions.iter().find(|f| f.name.name == kernel)
+    {
+        dumps.push(Dump { stage: Stage::Ast, pass: None, text: lnc_syntax::print::dump_function(f) });
     }
 
     let t = Instant::now();
@@ -122,10 +121,11 @@ pub(crate) fn compile(
     let t = Instant::now();
     let mut verify_err = None;
     lnc_opt::optimize(&mut bir, &mut |pass, f| {
-        if opts.verify && verify_err.is_none() {
-            if let Err(e) = lnc_bir::verify::verify(f) {
-                verify_err = Some(internal(&format!("block IR (after {pass})"), e));
-            }
+        if opts.verify
+            && verify_err.is_none()
+            && let Err(e) = lnc_bir::verify::verify(f)
+        {
+            verify_err = Some(internal(&format!("block IR (after {pass})"), e));
         }
         if req.after_each_pass {
             dumps.push(Dump { stage: Stage::Opt, pass: Some(pass), text: lnc_bir::print::print_function(f) });
@@ -150,7 +150,7 @@ pub(crate) fn compile(
         dumps.push(Dump { stage: Stage::Lir, pass: None, text: lnc_lir::print::print_function(&lir) });
     }
 
-    let cg_opts = lnc_clif::CodegenOptions { checked, ..Default::default() };
+    let cg_opts = lnc_clif::CodegenOptions { checked: req.checked, ..Default::default() };
     if req.wants(Stage::Clif) {
         let text = lnc_clif::clif_text(&lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))?;
         dumps.push(Dump { stage: Stage::Clif, pass: None, text });

@@ -46,8 +46,9 @@ impl fmt::Display for Stage {
 impl FromStr for Stage {
     type Err = String;
     fn from_str(s: &str) -> Result<Stage, String> {
-        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| {
-            format!("unknown stage `{s}` (expected one of: ast, bir, opt, lir, clif, asm)")
-        })
+        Stage::ALL
+            .into_iter()
+            .find(|st| st.name() == s)
+            .ok_or_else(|| format!("unknown stage `{s}` (expected one of: ast, bir, opt, lir, clif, asm)"))
     }
 }

@@ -14,7 +14,10 @@ pub fn seed_source() -> String {
 /// A fresh random generator; its seed is printed so a failure can be replayed with
 /// `LNC_TEST_SEED=<seed>`.
 pub fn rng() -> rand::rngs::StdRng {
-    let seed = std::env::var("LNC_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::rng().random());
+    let seed = std::env::var("LNC_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
     eprintln!("LNC_TEST_SEED={seed}");
     rand::rngs::StdRng::seed_from_u64(seed)
 }

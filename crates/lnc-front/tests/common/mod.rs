@@ -40,10 +40,7 @@ pub fn bir(src: &str, kernel: &str, sig: &str) -> String {
 /// The rendered diagnostics of a lowering that must fail.
 pub fn err(src: &str, kernel: &str, sig: &str) -> String {
     match lower(src, kernel, sig).1 {
-        Ok(f) => panic!(
-            "expected an error, got:\n{}",
-            lnc_bir::print::print_function(&f)
-        ),
+        Ok(f) => panic!("expected an error, got:\n{}", lnc_bir::print::print_function(&f)),
         Err(d) => d,
     }
 }
@@ -54,8 +51,7 @@ pub fn check_spans(f: &Function, file: &SourceFile) {
         let s = f.span(i);
         let op = f.inst(i).opcode;
         assert!(
-            s.end as usize <= file.text.len()
-                && (s.start < s.end || matches!(op, lnc_bir::Opcode::Yield)),
+            s.end as usize <= file.text.len() && (s.start < s.end || matches!(op, lnc_bir::Opcode::Yield)),
             "instruction {} has no source span ({s:?})",
             lnc_bir::print::print_inst_line(f, i)
         );

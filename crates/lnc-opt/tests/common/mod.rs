@@ -22,9 +22,7 @@ pub fn i32s(n: u32) -> Type {
 /// Builds a function named `name` with the body written by `f`.
 pub fn build(name: &str, f: impl FnOnce(&mut K)) -> Function {
     let mut func = Function::new(name);
-    let mut k = K {
-        b: Builder::new(&mut func),
-    };
+    let mut k = K { b: Builder::new(&mut func) };
     f(&mut k);
     k.b.finish();
     func
@@ -92,11 +90,7 @@ impl K<'_> {
     }
 
     pub fn arange(&mut self, start: i64, end: i64) -> Value {
-        self.op(
-            Opcode::Arange { start, end },
-            &[],
-            i32s((end - start) as u32),
-        )
+        self.op(Opcode::Arange { start, end }, &[], i32s((end - start) as u32))
     }
 
     pub fn ptr_add(&mut self, p: Value, o: Value) -> Value {
@@ -110,36 +104,20 @@ impl K<'_> {
         let mut args = vec![p];
         args.extend(mask);
         args.extend(other);
-        let opcode = Opcode::Load {
-            has_mask: mask.is_some(),
-            has_other: other.is_some(),
-        };
+        let opcode = Opcode::Load { has_mask: mask.is_some(), has_other: other.is_some() };
         self.op(opcode, &args, ty)
     }
 
     pub fn store(&mut self, p: Value, v: Value, mask: Option<Value>) {
         let mut args = vec![p, v];
         args.extend(mask);
-        self.effect(
-            Opcode::Store {
-                has_mask: mask.is_some(),
-            },
-            &args,
-        );
+        self.effect(Opcode::Store { has_mask: mask.is_some() }, &args);
     }
 
     pub fn reduce(&mut self, op: ReduceOp, a: Value) -> Value {
         let ty = self.ty(a);
         let ty = ty.with_shape(ty.shape.remove_axis(0));
-        self.op(
-            Opcode::Reduce {
-                op,
-                axis: 0,
-                keep_dims: false,
-            },
-            &[a],
-            ty,
-        )
+        self.op(Opcode::Reduce { op, axis: 0, keep_dims: false }, &[a], ty)
     }
 
     pub fn effect(&mut self, opcode: Opcode, args: &[Value]) -> Inst {
@@ -163,10 +141,7 @@ impl K<'_> {
         self.b.begin_region();
         let iv_ty = self.ty(lb);
         let iv = self.b.region_arg(inst, 0, iv_ty);
-        let carried: Vec<Value> = types
-            .iter()
-            .map(|&t| self.b.region_arg(inst, 0, t))
-            .collect();
+        let carried: Vec<Value> = types.iter().map(|&t| self.b.region_arg(inst, 0, t)).collect();
         let next = body(self, iv, &carried);
         self.effect(Opcode::Yield, &next);
         let r = self.b.end_region();
@@ -211,10 +186,7 @@ pub fn run_printed(name: &str, func: &mut Function) -> String {
     let before = print_function(func);
     let changed = lnc_opt::run_pass(name, func).expect("known pass");
     must_verify(func, &format!("after {name}"));
-    format!(
-        "{before}\n// after {name} (changed: {changed})\n{}",
-        print_function(func)
-    )
+    format!("{before}\n// after {name} (changed: {changed})\n{}", print_function(func))
 }
 
 /// The constant `v` is defined as, if any.
@@ -241,8 +213,5 @@ pub fn stored(func: &Function, n: usize) -> Value {
 
 /// How many live instructions have this mnemonic.
 pub fn count(func: &Function, mnemonic: &str) -> usize {
-    func.live_insts()
-        .into_iter()
-        .filter(|&i| func.insts[i].opcode.mnemonic() == mnemonic)
-        .count()
+    func.live_insts().into_iter().filter(|&i| func.insts[i].opcode.mnemonic() == mnemonic).count()
 }

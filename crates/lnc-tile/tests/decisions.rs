@@ -1,0 +1,465 @@
+//! One test per tiling decision: what shares a loop, what lives in scratch, how each
+//! access is addressed, what is refused. Each kernel also runs against the block-IR
+//! interpreter.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::{Addressing, DType, Function, Opcode};
+
+/// Top-level `for` loops of a function (the loops of its groups).
+fn loops(f: &Function) -> usize {
+    f.body.insts.iter().filter(|&&i| f.insts[i].opcode == Opcode::For).count()
+}
+
+/// Memory loads by addressing mode.
+fn loads(f: &Function, mode: Addressing) -> usize {
+    f.live_insts()
+        .into_iter()
+        .filter(|&i| matches!(f.insts[i].opcode, Opcode::Load { addr, .. } if addr == mode))
+        .count()
+}
+
+fn run(src: &str, kernel: &str, sig: &str, grid: u32, args: &[ArgValue], bufs: &[Buffer]) {
+    let f = bir(src, kernel, sig);
+    differential(&f, [grid, 1, 1], args, bufs, &[1, 2, 4, 8]);
+}
+
+const INDEPENDENT: &str = r#"
+@triton.jit
+def k(X, S, N, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + cols, mask=cols < N, other=0.)
+    mean = tl.sum(x, axis=0) / N
+    top = tl.max(x, axis=0)
+    tl.store(S, mean)
+    tl.store(S + 1, top)
+"#;
+
+#[test]
+fn independent_reductions_share_one_loop() {
+    let f = lir(INDEPENDENT, "k", "*fp32,*fp32,i32,64");
+    assert_eq!(loops(&f), 1, "{}", lnc_lir::print_function(&f));
+    assert!(f.scratch.is_empty(), "x is used by one loop only");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    let bufs = [f32_buffer(1, 50), Buffer::zeros(DType::F32, 2)];
+    run(
+        INDEPENDENT,
+        "k",
+        "*fp32,*fp32,i32,64",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(50), ArgValue::Int(64)],
+        &bufs,
+    );
+}
+
+const DEPENDENT: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + cols, mask=mask, other=-float('inf'))
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    den = tl.sum(tl.where(mask, num, 0.), axis=0)
+    tl.store(Y + cols, num / den, mask=mask)
+"#;
+
+#[test]
+fn a_reduction_needing_another_waits_for_its_loop() {
+    let f = lir(DEPENDENT, "k", "*fp32,*fp32,i32,32");
+    assert_eq!(loops(&f), 3, "{}", lnc_lir::print_function(&f));
+    assert_eq!(f.scratch.len(), 1, "x is kept once for the later loops");
+    assert_eq!(loads(&f, Addressing::Contiguous), 1, "x is read from memory once");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    let bufs = [f32_buffer(1, 29), Buffer::zeros(DType::F32, 29)];
+    run(
+        DEPENDENT,
+        "k",
+        "*fp32,*fp32,i32,32",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(29), ArgValue::Int(32)],
+        &bufs,
+    );
+}
+
+const ADDRESSING: &str = r#"
+@triton.jit
+def k(X, Y, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    a = tl.load(X + i + 3)
+    b = tl.load(X + i * 2)
+    c = tl.load(X + (BLOCK - 1 - i))
+    d = tl.load(X + i // 2)
+    e = tl.load(X + i * 0 + 7)
+    f = tl.load(X + 2 * (i + 1) - i)
+    tl.store(Y + i, a + b + c + d + e + f)
+"#;
+
+#[test]
+fn contiguous_and_gather_addressing() {
+    let f = lir(ADDRESSING, "k", "*fp32,*fp32,16");
+    // `i + 3` and `2(i + 1) - i`: stride 1; `i·2`, `15 - i`, `i // 2`: gathers; `i·0 + 7`: one scalar.
+    assert_eq!(loads(&f, Addressing::Contiguous), 2, "{}", lnc_lir::print_function(&f));
+    assert_eq!(loads(&f, Addressing::Gather), 3);
+    assert_eq!(loads(&f, Addressing::Scalar), 1);
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    let bufs = [f32_buffer(1, 40), Buffer::zeros(DType::F32, 16)];
+    run(ADDRESSING, "k", "*fp32,*fp32,16", 1, &[ptr(0), ptr(1), ArgValue::Int(16)], &bufs);
+}
+
+const MATERIALIZE: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + i, mask=m, other=0.)
+    w = i.to(tl.float32) * 2.0
+    s = tl.sum(x * w, axis=0)
+    tl.store(Y + i, x * s + w, mask=m)
+"#;
+
+#[test]
+fn loads_are_kept_and_arithmetic_is_recomputed() {
+    let f = lir(MATERIALIZE, "k", "*fp32,*fp32,i32,32");
+    assert_eq!(loops(&f), 2);
+    assert_eq!(f.scratch.len(), 1, "only the load is kept: {}", lnc_lir::print_function(&f));
+    assert_eq!(loads(&f, Addressing::Contiguous), 1);
+    let text = lnc_lir::print_function(&f);
+    assert_eq!(text.matches("cast").count(), 2, "w is recomputed in both loops:\n{text}");
+    let bufs = [f32_buffer(1, 30), Buffer::zeros(DType::F32, 30)];
+    run(
+        MATERIALIZE,
+        "k",
+        "*fp32,*fp32,i32,32",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(30), ArgValue::Int(32)],
+        &bufs,
+    );
+}
+
+const IN_PLACE: &str = r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    tl.store(X + i, x * 2.0)
+"#;
+
+#[test]
+fn in_place_update_through_one_pointer_is_one_loop() {
+    let f = lir(IN_PLACE, "k", "*fp32,16");
+    assert_eq!(loops(&f), 1);
+    assert!(f.scratch.is_empty());
+    run(IN_PLACE, "k", "*fp32,16", 1, &[ptr(0), ArgValue::Int(16)], &[f32_buffer(1, 16)]);
+}
+
+const REVERSE: &str = r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    tl.store(X + (BLOCK - 1 - i), x)
+    y = tl.load(X + i)
+    tl.store(X + BLOCK + i, y + 1.0)
+"#;
+
+#[test]
+fn a_load_is_not_fused_with_a_store_elsewhere_in_its_argument() {
+    let f = lir(REVERSE, "k", "*fp32,16");
+    // x must be read completely before the reversed store, and y after it. y is also
+    // read in a loop of its own before the store at `BLOCK + i`: proving that those
+    // positions never meet would need a distance analysis.
+    assert_eq!(loops(&f), 4, "{}", lnc_lir::print_function(&f));
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    run(REVERSE, "k", "*fp32,16", 1, &[ptr(0), ArgValue::Int(16)], &[f32_buffer(1, 32)]);
+}
+
+const LOAD_THEN_STORE: &str = r#"
+@triton.jit
+def k(X, S, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    tl.store(X + i, x + 1.0)
+    tl.store(S, 0.0)
+    tl.store(S + 1, tl.sum(x, axis=0))
+"#;
+
+#[test]
+fn a_load_still_needed_after_a_store_to_its_argument_is_kept() {
+    let f = lir(LOAD_THEN_STORE, "k", "*fp32,*fp32,16");
+    assert_eq!(f.scratch.len(), 1, "{}", lnc_lir::print_function(&f));
+    run(
+        LOAD_THEN_STORE,
+        "k",
+        "*fp32,*fp32,16",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(16)],
+        &[f32_buffer(1, 16), Buffer::zeros(DType::F32, 2)],
+    );
+}
+
+const WHERE_BASES: &str = r#"
+@triton.jit
+def k(X, Y, Z, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    p = tl.where(i < 2, X + i, Y + i)
+    tl.store(Z + i, tl.load(p))
+"#;
+
+#[test]
+fn pointers_into_different_arguments_are_refused() {
+    let e = tile_err(WHERE_BASES, "k", "*fp32,*fp32,*fp32,16");
+    let file = lnc_diag::SourceFile::new("k.py", WHERE_BASES);
+    insta::assert_snapshot!(e.to_diagnostic().render(&file));
+}
+
+const WHERE_OFFSETS: &str = r#"
+@triton.jit
+def k(X, Z, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    p = tl.where(i < 4, X + i, X + (BLOCK - 1 - i))
+    tl.store(Z + i, tl.load(p))
+"#;
+
+#[test]
+fn pointers_selected_in_one_argument_are_gathered() {
+    let f = lir(WHERE_OFFSETS, "k", "*fp32,*fp32,16");
+    assert_eq!(loads(&f, Addressing::Gather), 1);
+    run(
+        WHERE_OFFSETS,
+        "k",
+        "*fp32,*fp32,16",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(16)],
+        &[f32_buffer(1, 16), Buffer::zeros(DType::F32, 16)],
+    );
+}
+
+const ATOMIC: &str = r#"
+@triton.jit
+def k(X, C, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    old = tl.atomic_add(C + i % 4, tl.load(X + i))
+    tl.store(X + i, old)
+"#;
+
+#[test]
+fn an_atomic_gets_its_own_loop_and_keeps_its_result() {
+    let f = lir(ATOMIC, "k", "*i32,*i32,16");
+    assert_eq!(loops(&f), 2, "{}", lnc_lir::print_function(&f));
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    let x = Buffer::from_f64_values(DType::I32, &(0..16).map(|v| v as f64).collect::<Vec<_>>());
+    run(
+        ATOMIC,
+        "k",
+        "*i32,*i32,16",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(16)],
+        &[x, Buffer::zeros(DType::I32, 4)],
+    );
+}
+
+const WHILE_CARRY: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    r = 0
+    while r < N:
+        acc += tl.load(X + r * BLOCK + i)
+        r += 1
+    tl.store(Y + i, acc)
+"#;
+
+#[test]
+fn a_block_carried_by_a_while_lives_in_scratch() {
+    let f = lir(WHILE_CARRY, "k", "*fp32,*fp32,i32,8");
+    assert_eq!(f.scratch.len(), 1, "{}", lnc_lir::print_function(&f));
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    run(
+        WHILE_CARRY,
+        "k",
+        "*fp32,*fp32,i32,8",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(3), ArgValue::Int(8)],
+        &[f32_buffer(1, 24), Buffer::zeros(DType::F32, 8)],
+    );
+}
+
+const TWO_D: &str = r#"
+@triton.jit
+def k(X, Y, Z, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(X + rows[:, None] * N + cols[None, :], mask=mask, other=0.)
+    tl.store(Y + cols, tl.max(x, axis=0), mask=cols < N)
+    tl.store(Z + rows[:, None] * N + cols[None, :], x * 2.0, mask=mask)
+"#;
+
+#[test]
+fn two_d_blocks_are_nested_loops_over_rows_and_column_tiles() {
+    let f = lir(TWO_D, "k", "*fp32,*fp32,*fp32,i32,i32,4,8");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    run(
+        TWO_D,
+        "k",
+        "*fp32,*fp32,*fp32,i32,i32,4,8",
+        1,
+        &[ptr(0), ptr(1), ptr(2), ArgValue::Int(3), ArgValue::Int(7), ArgValue::Int(4), ArgValue::Int(8)],
+        &[f32_buffer(1, 21), Buffer::zeros(DType::F32, 7), Buffer::zeros(DType::F32, 21)],
+    );
+}
+
+const BLOCK_ASSERT: &str = r#"
+@triton.jit
+def k(X, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.device_assert(tl.load(X + i) >= 0)
+"#;
+
+#[test]
+fn an_assert_on_a_block_checks_every_tile() {
+    let f = lir(BLOCK_ASSERT, "k", "*i32,16");
+    assert_eq!(loops(&f), 1);
+    let ok = Buffer::from_f64_values(DType::I32, &[1.0; 16]);
+    run(BLOCK_ASSERT, "k", "*i32,16", 1, &[ptr(0), ArgValue::Int(16)], &[ok]);
+}
+
+/// The block IR built by hand (no front end): `Y[i] = X[i] + 1` for a block of 8.
+#[test]
+fn a_hand_built_kernel() {
+    use lnc_bir::{BinOp, Builder, Elem, Opcode as B, Shape, Type};
+    use lnc_diag::Span;
+    let mut f = lnc_bir::Function::new("copy_plus_one");
+    let x = f.add_param("X", 0, Type::ptr(DType::F32));
+    let y = f.add_param("Y", 1, Type::ptr(DType::F32));
+    let s = Span::new(0, 1);
+    let mut b = Builder::new(&mut f);
+    let blk = |e| Type::block(e, Shape::d1(8));
+    let i = b.value(B::Arange { start: 0, end: 8 }, vec![], blk(Elem::Scalar(DType::I32)), s);
+    let px = b.value(B::Splat, vec![x], blk(Elem::Ptr(DType::F32)), s);
+    let px = b.value(B::PtrAdd, vec![px, i], blk(Elem::Ptr(DType::F32)), s);
+    let v =
+        b.value(B::Load { has_mask: false, has_other: false }, vec![px], blk(Elem::Scalar(DType::F32)), s);
+    let one = b.const_float(DType::F32, 1.0, s);
+    let one = b.value(B::Splat, vec![one], blk(Elem::Scalar(DType::F32)), s);
+    let v = b.value(B::Binary(BinOp::Add), vec![v, one], blk(Elem::Scalar(DType::F32)), s);
+    let py = b.value(B::Splat, vec![y], blk(Elem::Ptr(DType::F32)), s);
+    let py = b.value(B::PtrAdd, vec![py, i], blk(Elem::Ptr(DType::F32)), s);
+    b.inst(B::Store { has_mask: false }, vec![py, v], &[], s);
+    b.finish();
+    lnc_bir::verify::verify(&f).expect("valid block IR");
+    let l = tile_with(&f, 4).expect("tiles");
+    insta::assert_snapshot!(lnc_lir::print_function(&l));
+    differential(
+        &f,
+        [1, 1, 1],
+        &[ptr(0), ptr(1)],
+        &[f32_buffer(1, 8), Buffer::zeros(DType::F32, 8)],
+        &[1, 4, 8],
+    );
+}
+
+const ROW_SUMS: &str = r#"
+@triton.jit
+def k(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(X + rows[:, None] * N + cols[None, :], mask=mask, other=0.)
+    tl.store(Y + rows, tl.sum(x, axis=1), mask=rows < M)
+"#;
+
+#[test]
+fn row_sums_of_a_two_d_block_reduce_each_lane_s_row() {
+    let f = lir(ROW_SUMS, "k", "*fp32,*fp32,i32,i32,8,16");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    run(
+        ROW_SUMS,
+        "k",
+        "*fp32,*fp32,i32,i32,8,16",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(6), ArgValue::Int(13), ArgValue::Int(8), ArgValue::Int(16)],
+        &[f32_buffer(1, 78), Buffer::zeros(DType::F32, 6)],
+    );
+}
+
+const KEEP_DIMS: &str = r#"
+@triton.jit
+def k(X, Y, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i)
+    m = tl.max(x, axis=0, keep_dims=True)
+    tl.store(Y + i, x - m)
+"#;
+
+#[test]
+fn a_reduction_keeping_its_axis_is_a_scalar_broadcast() {
+    let f = lir(KEEP_DIMS, "k", "*fp32,*fp32,16");
+    assert_eq!(loops(&f), 2);
+    run(
+        KEEP_DIMS,
+        "k",
+        "*fp32,*fp32,16",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(16)],
+        &[f32_buffer(1, 16), Buffer::zeros(DType::F32, 16)],
+    );
+}
+
+const FOR_CARRY: &str = r#"
+@triton.jit
+def k(X, Y, S, R, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    acc = tl.load(Y + i)
+    total = 0.0
+    for r in range(0, R):
+        x = tl.load(X + r * BLOCK + i)
+        total += tl.sum(x, axis=0)
+        tl.store(S + r, total)
+        acc = acc * 0.5 + x
+    tl.store(Y + i, acc)
+"#;
+
+#[test]
+fn a_for_carries_a_block_in_scratch_and_a_scalar_in_a_register() {
+    let f = lir(FOR_CARRY, "k", "*fp32,*fp32,*fp32,i32,8");
+    // `acc` across iterations, and `x` between the reduction and the yield (the store
+    // of `total` between them orders the two loops).
+    assert_eq!(f.scratch.len(), 2, "{}", lnc_lir::print_function(&f));
+    run(
+        FOR_CARRY,
+        "k",
+        "*fp32,*fp32,*fp32,i32,8",
+        1,
+        &[ptr(0), ptr(1), ptr(2), ArgValue::Int(3), ArgValue::Int(8)],
+        &[f32_buffer(1, 24), f32_buffer(2, 8), Buffer::zeros(DType::F32, 3)],
+    );
+}
+
+const ATOMIC_CAPTURED: &str = r#"
+@triton.jit
+def k(C, Y, R, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    old = tl.atomic_add(C + i, 1)
+    for r in range(0, R):
+        tl.store(Y + r * BLOCK + i, old + r)
+"#;
+
+#[test]
+fn an_atomic_result_used_in_a_loop_is_kept_once() {
+    let f = lir(ATOMIC_CAPTURED, "k", "*i32,*i32,i32,8");
+    assert_eq!(loops(&f), 2, "{}", lnc_lir::print_function(&f));
+    let c = Buffer::from_f64_values(DType::I32, &(0..8).map(|v| v as f64).collect::<Vec<_>>());
+    run(
+        ATOMIC_CAPTURED,
+        "k",
+        "*i32,*i32,i32,8",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(2), ArgValue::Int(8)],
+        &[c, Buffer::zeros(DType::I32, 16)],
+    );
+}
