@@ -36,14 +36,23 @@ fn fwd_lir() {
     insta::assert_snapshot!(dump(Stage::Lir, true));
 }
 
+/// The Cranelift IR lnc generates; what Cranelift makes of it depends on the host's CPU
+/// features, so only its presence is checked.
+fn clif_as_generated(checked: bool) -> String {
+    let text = dump(Stage::Clif, checked);
+    let (before, after) = text.split_once(lnc::CLIF_AFTER).expect("both halves of the clif dump");
+    assert!(after.contains("function"), "{after}");
+    before.to_string()
+}
+
 #[test]
 fn fwd_clif_checked() {
-    insta::assert_snapshot!(dump(Stage::Clif, true));
+    insta::assert_snapshot!(clif_as_generated(true));
 }
 
 #[test]
 fn fwd_clif_unchecked() {
-    insta::assert_snapshot!(dump(Stage::Clif, false));
+    insta::assert_snapshot!(clif_as_generated(false));
 }
 
 #[test]

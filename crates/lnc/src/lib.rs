@@ -36,5 +36,5 @@ pub use lnc_bir::{DType, Elem};
 pub use lnc_diag::{Diagnostic, SourceFile};
 pub use lnc_front::Signature;
 pub use module::{KernelInfo, Module, ParamInfo};
-pub use pipeline::{CompileOptions, Dump, DumpRequest, Timings};
+pub use pipeline::{CLIF_AFTER, CLIF_BEFORE, CompileOptions, Dump, DumpRequest, Timings};
 pub use stage::Stage;
