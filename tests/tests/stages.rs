@@ -7,11 +7,18 @@ use lnc::{DumpRequest, Stage};
 
 const FWD_SIG: &str = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024";
 
+const DX_SIG: &str = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,64,1024";
+const DWDB_SIG: &str = "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128";
+
 fn dump(stage: Stage, checked: bool) -> String {
+    dump_kernel("_layer_norm_fwd_fused", FWD_SIG, stage, checked)
+}
+
+fn dump_kernel(kernel: &str, sig: &str, stage: Stage, checked: bool) -> String {
     let jit = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
     let module = jit.module("triton_05_layer_norm.py", common::seed_source()).expect("seed parses");
     let req = DumpRequest { stages: vec![stage], checked, ..Default::default() };
-    let dumps = module.dump("_layer_norm_fwd_fused", FWD_SIG, &req).unwrap_or_else(|e| panic!("{e}"));
+    let dumps = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dumps.len(), 1);
     dumps.into_iter().next().map(|d| d.text).unwrap_or_default()
 }
@@ -74,4 +81,34 @@ fn print_after_all_shows_each_pass() {
     for p in ["canonicalize", "constant-fold", "cse", "dce"] {
         assert!(passes.contains(&p), "no dump after {p}: {passes:?}");
     }
+}
+
+#[test]
+fn bwd_dx_bir() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dx_fused", DX_SIG, Stage::Bir, true));
+}
+
+#[test]
+fn bwd_dx_opt() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dx_fused", DX_SIG, Stage::Opt, true));
+}
+
+#[test]
+fn bwd_dx_lir() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dx_fused", DX_SIG, Stage::Lir, true));
+}
+
+#[test]
+fn bwd_dwdb_bir() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dwdb", DWDB_SIG, Stage::Bir, true));
+}
+
+#[test]
+fn bwd_dwdb_opt() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dwdb", DWDB_SIG, Stage::Opt, true));
+}
+
+#[test]
+fn bwd_dwdb_lir() {
+    insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dwdb", DWDB_SIG, Stage::Lir, true));
 }

@@ -28,7 +28,7 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
-fn save(path: &Path, shape: &[u64], data: &[f32]) {
+fn save<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
     let f = std::fs::File::create(path).unwrap();
     let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(f).begin_nd().unwrap();
     w.extend(data.iter().copied()).unwrap();
@@ -220,4 +220,120 @@ fn run_reports_a_missing_file_and_a_missing_argument() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("missing --arg X="), "{}", stderr(&o));
+}
+
+fn run_args(kernel: &str, grid: usize, args: &[(&str, String)], out: &Path) -> Output {
+    let mut v: Vec<String> =
+        vec!["run".into(), SEED.into(), "--kernel".into(), kernel.into(), "--grid".into(), grid.to_string()];
+    for (name, value) in args {
+        v.push("--arg".into());
+        v.push(format!("{name}={value}"));
+    }
+    v.push("--out".into());
+    v.push(out.display().to_string());
+    let v: Vec<&str> = v.iter().map(String::as_str).collect();
+    lnc(&v)
+}
+
+#[test]
+fn run_backward_kernels_on_npy_files() {
+    let d = tempdir("run-bwd");
+    let (m, n, group) = (37usize, 300usize, 4usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
+    let mut f32s = |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random::<f32>() - 0.5).collect() };
+    let (x, dy, w, b) = (f32s(m * n), f32s(m * n), f32s(n), f32s(n));
+    let mut mean = vec![0f32; m];
+    let mut rstd = vec![0f32; m];
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mu = row.iter().sum::<f32>() / n as f32;
+        mean[r] = mu;
+        rstd[r] = 1.0 / (row.iter().map(|v| (v - mu) * (v - mu)).sum::<f32>() / n as f32 + 1e-5).sqrt();
+    }
+    let p = |f: &str| format!("@{}", d.join(f).display());
+    save(&d.join("x.npy"), &[m as u64, n as u64], &x);
+    save(&d.join("dy.npy"), &[m as u64, n as u64], &dy);
+    save(&d.join("dx.npy"), &[m as u64, n as u64], &vec![f32::NAN; m * n]);
+    save(&d.join("w.npy"), &[n as u64], &w);
+    save(&d.join("b.npy"), &[n as u64], &b);
+    save(&d.join("mean.npy"), &[m as u64], &mean);
+    save(&d.join("rstd.npy"), &[m as u64], &rstd);
+    save(&d.join("pdw.npy"), &[group as u64, n as u64], &vec![f32::NAN; group * n]);
+    save(&d.join("pdb.npy"), &[group as u64, n as u64], &vec![f32::NAN; group * n]);
+    save(&d.join("locks.npy"), &[2 * group as u64], &vec![0i32; 2 * group]);
+    let out = d.join("out");
+    let o = run_args(
+        "_layer_norm_bwd_dx_fused",
+        m,
+        &[
+            ("DX", p("dx.npy")),
+            ("DY", p("dy.npy")),
+            ("DW", p("pdw.npy")),
+            ("DB", p("pdb.npy")),
+            ("X", p("x.npy")),
+            ("W", p("w.npy")),
+            ("B", p("b.npy")),
+            ("M", p("mean.npy")),
+            ("V", p("rstd.npy")),
+            ("Lock", p("locks.npy")),
+            ("stride", n.to_string()),
+            ("N", n.to_string()),
+            ("eps", "1e-5".into()),
+            ("GROUP_SIZE_M", group.to_string()),
+            ("BLOCK_SIZE_N", "512".into()),
+        ],
+        &out,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, dx) = load(&out.join("DX.npy"));
+    let (_, pdw) = load(&out.join("DW.npy"));
+    let (_, pdb) = load(&out.join("DB.npy"));
+    for r in 0..m {
+        let xhat: Vec<f64> = (0..n).map(|c| (x[r * n + c] - mean[r]) as f64 * rstd[r] as f64).collect();
+        let wdy: Vec<f64> = (0..n).map(|c| w[c] as f64 * dy[r * n + c] as f64).collect();
+        let c1 = xhat.iter().zip(&wdy).map(|(a, b)| a * b).sum::<f64>() / n as f64;
+        let c2 = wdy.iter().sum::<f64>() / n as f64;
+        for c in 0..n {
+            let want = (wdy[c] - (xhat[c] * c1 + c2)) * rstd[r] as f64;
+            assert!((dx[r * n + c] as f64 - want).abs() < 1e-4, "dx[{r},{c}] = {} vs {want}", dx[r * n + c]);
+        }
+    }
+    // Group g accumulated rows g, g + group, ...: check its db partial sums.
+    for g in 0..group {
+        for c in 0..n {
+            let want: f64 = (g..m).step_by(group).map(|r| dy[r * n + c] as f64).sum();
+            assert!((pdb[g * n + c] as f64 - want).abs() < 1e-4, "db partial [{g},{c}]");
+        }
+    }
+
+    // Then the dwdb kernel sums the partial buffers column by column.
+    save(&d.join("pdw2.npy"), &[group as u64, n as u64], &pdw);
+    save(&d.join("pdb2.npy"), &[group as u64, n as u64], &pdb);
+    save(&d.join("fdw.npy"), &[n as u64], &vec![f32::NAN; n]);
+    save(&d.join("fdb.npy"), &[n as u64], &vec![f32::NAN; n]);
+    let out2 = d.join("out2");
+    let o = run_args(
+        "_layer_norm_bwd_dwdb",
+        n.div_ceil(128),
+        &[
+            ("DW", p("pdw2.npy")),
+            ("DB", p("pdb2.npy")),
+            ("FINAL_DW", p("fdw.npy")),
+            ("FINAL_DB", p("fdb.npy")),
+            ("M", group.to_string()),
+            ("N", n.to_string()),
+            ("BLOCK_SIZE_M", "32".into()),
+            ("BLOCK_SIZE_N", "128".into()),
+        ],
+        &out2,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, fdw) = load(&out2.join("FINAL_DW.npy"));
+    let (_, fdb) = load(&out2.join("FINAL_DB.npy"));
+    for c in 0..n {
+        let want_dw: f64 = (0..group).map(|g| pdw[g * n + c] as f64).sum();
+        let want_db: f64 = (0..group).map(|g| pdb[g * n + c] as f64).sum();
+        assert!((fdw[c] as f64 - want_dw).abs() < 1e-4, "FINAL_DW[{c}]");
+        assert!((fdb[c] as f64 - want_db).abs() < 1e-4, "FINAL_DB[{c}]");
+    }
 }

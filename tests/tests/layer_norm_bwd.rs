@@ -1,0 +1,154 @@
+//! The tutorial's host flow on lnc: forward, then the backward dx kernel with partial dw/db
+//! accumulated under the seed's spin lock, then the dwdb kernel — all three kernels
+//! compiled from the tutorial file as it is, checked against float64 references.
+
+mod common;
+
+use common::*;
+
+/// The tutorial's choice of GROUP_SIZE_M for a row length.
+fn group_size_m(n: usize) -> usize {
+    let mut g = 64;
+    if n <= 8192 {
+        g = 96;
+    }
+    if n <= 4096 {
+        g = 128;
+    }
+    if n <= 1024 {
+        g = 256;
+    }
+    g
+}
+
+/// dx, dw, db in float64 for y = xhat * w + b, given dy.
+fn backward_ref(x: &[f32], w: &[f32], dy: &[f32], n: usize, eps: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let m = x.len() / n;
+    let (mut dx, mut dw, mut db) = (vec![0.0; m * n], vec![0.0; n], vec![0.0; n]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mu = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = row.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        let xhat: Vec<f64> = row.iter().map(|&v| (v as f64 - mu) * rstd).collect();
+        let wdy: Vec<f64> = (0..n).map(|c| w[c] as f64 * dy[r * n + c] as f64).collect();
+        let c1 = xhat.iter().zip(&wdy).map(|(a, b)| a * b).sum::<f64>() / n as f64;
+        let c2 = wdy.iter().sum::<f64>() / n as f64;
+        for c in 0..n {
+            dx[r * n + c] = (wdy[c] - (xhat[c] * c1 + c2)) * rstd;
+            dw[c] += dy[r * n + c] as f64 * xhat[c];
+            db[c] += dy[r * n + c] as f64;
+        }
+    }
+    (dx, dw, db)
+}
+
+struct Backward {
+    dx: Vec<f32>,
+    dw: Vec<f32>,
+    db: Vec<f32>,
+}
+
+/// Runs forward, dx and dwdb like `LayerNorm.forward/backward` of the tutorial.
+#[allow(clippy::too_many_arguments)]
+fn run_flow(
+    module: &lnc::Module,
+    x: &[f32],
+    w: &[f32],
+    b: &[f32],
+    dy: &[f32],
+    n: usize,
+    group: usize,
+    eps: f32,
+) -> (Vec<f32>, Backward) {
+    let m = x.len() / n;
+    let block = n.next_power_of_two();
+    let fwd = module
+        .kernel("_layer_norm_fwd_fused", &format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{block}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut y, mut mean, mut rstd) = (vec![f32::NAN; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+    fwd.launch(m as u32, &lnc::args![x, &mut y, w, b, &mut mean, &mut rstd, n as i32, n as i32, eps])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let dx_k = module
+        .kernel(
+            "_layer_norm_bwd_dx_fused",
+            &format!(
+                "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut locks = vec![0i32; 2 * group];
+    // Poisoned: the first program of each group must overwrite, not accumulate.
+    let (mut pdw, mut pdb) = (vec![f32::NAN; group * n], vec![f32::NAN; group * n]);
+    let mut dx = vec![f32::NAN; m * n];
+    dx_k.launch(
+        m as u32,
+        &lnc::args![
+            &mut dx, dy, &mut pdw, &mut pdb, x, w, b, &mean, &rstd, &mut locks, n as i32, n as i32, eps
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let dwdb = module
+        .kernel("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut dw, mut db) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+    // Groups no row maps to stay poisoned; the tutorial's kernel reads all GROUP_SIZE_M
+    // rows, so only the first min(M, GROUP_SIZE_M) are summed here, as the tutorial's
+    // buffers would be after `torch.empty` were they all written.
+    let rows = group.min(m);
+    dwdb.launch(n.div_ceil(128) as u32, &lnc::args![&pdw, &pdb, &mut dw, &mut db, rows as i32, n as i32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    (y, Backward { dx, dw, db })
+}
+
+#[test]
+fn forward_and_backward_match_float64_reference() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let mut rng = rng();
+    for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (300, 1537), (64, 4097)] {
+        let x = randn(&mut rng, m * n, -2.3, 0.5);
+        let w = randn(&mut rng, n, 1.0, 0.3);
+        let b = randn(&mut rng, n, 0.0, 0.5);
+        let dy = randn(&mut rng, m * n, 0.0, 0.1);
+        let eps = 1e-5f32;
+        let group = group_size_m(n);
+        let (y, bwd) = run_flow(&module, &x, &w, &b, &dy, n, group, eps);
+        let (ry, _, _) = layer_norm_ref(&x, &w, &b, n, eps as f64);
+        let (rdx, rdw, rdb) = backward_ref(&x, &w, &dy, n, eps as f64);
+        assert_close(&format!("y ({m}x{n})"), &y, &ry, 1e-5, 1e-5);
+        assert_close(&format!("dx ({m}x{n})"), &bwd.dx, &rdx, 1e-4, 1e-4);
+        // dw/db sum m terms in float32.
+        let tol = 1e-5 * m as f64;
+        assert_close(&format!("dw ({m}x{n})"), &bwd.dw, &rdw, tol, 1e-4);
+        assert_close(&format!("db ({m}x{n})"), &bwd.db, &rdb, tol, 1e-4);
+    }
+}
+
+#[test]
+fn backward_spin_lock_under_contention() {
+    // Many rows share few lock-protected partial buffers, on pools with more threads than
+    // cores: every repetition must finish (no deadlock) with every partial sum counted.
+    let base = lnc::Jit::new();
+    let mut rng = rng();
+    let (m, n, group) = (4096usize, 200usize, 4usize);
+    let x = randn(&mut rng, m * n, -2.3, 0.5);
+    let w = randn(&mut rng, n, 1.0, 0.3);
+    let b = randn(&mut rng, n, 0.0, 0.5);
+    let dy = randn(&mut rng, m * n, 0.0, 0.1);
+    let eps = 1e-5f32;
+    let (rdx, rdw, rdb) = backward_ref(&x, &w, &dy, n, eps as f64);
+    for threads in [2usize, 8, 16] {
+        let jit = base.with_threads(threads).expect("thread pool");
+        let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+        for rep in 0..8 {
+            let (_, bwd) = run_flow(&module, &x, &w, &b, &dy, n, group, eps);
+            let what = |v: &str| format!("{v} ({threads} threads, repetition {rep})");
+            assert_close(&what("dx"), &bwd.dx, &rdx, 1e-4, 1e-4);
+            assert_close(&what("dw"), &bwd.dw, &rdw, 2e-3, 1e-4);
+            assert_close(&what("db"), &bwd.db, &rdb, 2e-3, 1e-4);
+        }
+    }
+}
