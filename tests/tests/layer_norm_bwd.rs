@@ -6,43 +6,6 @@ mod common;
 
 use common::*;
 
-/// The tutorial's choice of GROUP_SIZE_M for a row length.
-fn group_size_m(n: usize) -> usize {
-    let mut g = 64;
-    if n <= 8192 {
-        g = 96;
-    }
-    if n <= 4096 {
-        g = 128;
-    }
-    if n <= 1024 {
-        g = 256;
-    }
-    g
-}
-
-/// dx, dw, db in float64 for y = xhat * w + b, given dy.
-fn backward_ref(x: &[f32], w: &[f32], dy: &[f32], n: usize, eps: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let m = x.len() / n;
-    let (mut dx, mut dw, mut db) = (vec![0.0; m * n], vec![0.0; n], vec![0.0; n]);
-    for r in 0..m {
-        let row = &x[r * n..(r + 1) * n];
-        let mu = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        let var = row.iter().map(|&v| (v as f64 - mu).powi(2)).sum::<f64>() / n as f64;
-        let rstd = 1.0 / (var + eps).sqrt();
-        let xhat: Vec<f64> = row.iter().map(|&v| (v as f64 - mu) * rstd).collect();
-        let wdy: Vec<f64> = (0..n).map(|c| w[c] as f64 * dy[r * n + c] as f64).collect();
-        let c1 = xhat.iter().zip(&wdy).map(|(a, b)| a * b).sum::<f64>() / n as f64;
-        let c2 = wdy.iter().sum::<f64>() / n as f64;
-        for c in 0..n {
-            dx[r * n + c] = (wdy[c] - (xhat[c] * c1 + c2)) * rstd;
-            dw[c] += dy[r * n + c] as f64 * xhat[c];
-            db[c] += dy[r * n + c] as f64;
-        }
-    }
-    (dx, dw, db)
-}
-
 struct Backward {
     dx: Vec<f32>,
     dw: Vec<f32>,

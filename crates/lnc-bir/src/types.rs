@@ -349,14 +349,39 @@ impl DType {
         }
     }
 
-    /// `x` rounded to the nearest value of this float dtype (ties to even), as `f64`.
-    /// Integers return `x` unchanged.
+    /// `x` rounded to the nearest value of this float dtype (ties to even, overflowing to
+    /// infinity), as `f64`; NaN and infinities pass through. Integers return `x` unchanged.
+    ///
+    /// One rounding from the exact `f64`: the `half` crate's `from_f64` truncates the low
+    /// bits of the `f64` first (or converts through `f32` with F16C), which rounds twice
+    /// for some inputs.
     pub fn round_float(self, x: f64) -> f64 {
-        match self {
-            DType::F32 => x as f32 as f64,
-            DType::F16 => half::f16::from_f64(x).to_f64(),
-            DType::BF16 => half::bf16::from_f64(x).to_f64(),
-            _ => x,
+        let (mantissa_bits, min_exp, max_finite) = match self {
+            DType::F32 => return x as f32 as f64,
+            DType::F16 => (11, -14, 65504.0),
+            DType::BF16 => (8, -126, f64::from_bits(0x47EF_E000_0000_0000)),
+            _ => return x,
+        };
+        if !x.is_finite() || x == 0.0 {
+            return x;
         }
+        // Far outside both formats' ranges: the result is a signed zero or infinity, and
+        // staying away from f64's own subnormals keeps the exponent arithmetic below exact.
+        if x.abs() < pow2(-200) {
+            return 0.0f64.copysign(x);
+        }
+        if x.abs() > pow2(200) {
+            return f64::INFINITY.copysign(x);
+        }
+        let exp = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        // Subnormals of the dtype share the quantum of its smallest normal binade.
+        let quantum = exp.max(min_exp) - (mantissa_bits - 1);
+        let r = (x * pow2(-quantum)).round_ties_even() * pow2(quantum);
+        if r.abs() > max_finite { f64::INFINITY.copysign(x) } else { r }
     }
+}
+
+/// `2^n` for `n` in f64's normal exponent range.
+fn pow2(n: i32) -> f64 {
+    f64::from_bits(((n + 1023) as u64) << 52)
 }

@@ -27,7 +27,7 @@ impl HostBuffer {
         unsafe { std::slice::from_raw_parts(self.storage.as_ptr() as *const u8, n) }
     }
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         let n = self.len * self.dtype.size() as usize;
         // SAFETY: as in `bytes`, and the borrow is unique.
         unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr() as *mut u8, n) }

@@ -14,7 +14,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, memory, num};
+use crate::{CodegenError, CodegenOptions, half, memory, num};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -36,6 +36,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// What bounds checks need of each checked argument, loaded once in the entry block
     /// so that they dominate every access and stay out of loops.
     pub(crate) checked_args: HashMap<u32, ArgBounds>,
+    /// The 16-bit patterns (in `i32` lanes) of half values already known, by the `f32`
+    /// value and dtype: a store of a loaded or rounded value reuses them (`half.rs`).
+    pub(crate) half_bits: HashMap<(Value, DType), Value>,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -98,6 +101,7 @@ pub(crate) fn codegen_fn(
         oob_block: None,
         assert_block: None,
         checked_args: HashMap::new(),
+        half_bits: HashMap::new(),
     };
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -528,6 +532,7 @@ fn codegen_arg(fx: &mut FunctionCx, slot: u32, ty: Ty) -> Result<CVal, CodegenEr
             // Any non-zero slot is true; the canonical i1 is 0 or 1.
             fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, raw, 0)
         }
+        Ty::Scalar(d) if half::is_half(d) => half::from_arg(&mut fx.bcx, d, raw),
         Ty::Scalar(d) => fx.bcx.ins().ireduce(value::scalar_type(d)?, raw),
         Ty::Tile(..) => {
             return Err(CodegenError::InvalidIr(format!("argument slot {slot} has tile type {ty}")));
@@ -540,6 +545,7 @@ fn codegen_arg(fx: &mut FunctionCx, slot: u32, ty: Ty) -> Result<CVal, CodegenEr
 pub(crate) fn const_scalar(bcx: &mut FunctionBuilder, c: Const, d: DType) -> Result<Value, CodegenError> {
     let ty = value::scalar_type(d)?;
     Ok(match (c, d) {
+        (_, DType::F16 | DType::BF16) => bcx.ins().f32const(half::const_value(d, c)),
         (Const::Int(i), DType::F32) => bcx.ins().f32const(i as f32),
         (Const::Int(i), DType::F64) => bcx.ins().f64const(i as f64),
         (Const::Float(x), DType::F32) => bcx.ins().f32const(x as f32),

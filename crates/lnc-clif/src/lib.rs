@@ -18,11 +18,14 @@
 //! - shifts by the bit width or more give 0 (`>>` of a negative signed value: -1), as
 //!   NumPy computes them in Triton's interpreter;
 //! - float to integer casts saturate (NaN gives 0);
+//! - `fp16`/`bf16` are stored in 16 bits and computed in `f32`, every result rounded to
+//!   its dtype (to nearest even), with vectorized conversions (`half.rs`);
 //! - with [`CodegenOptions::checked`], every access is checked against the bounds of
 //!   the argument its site names; a violation records the fault in the program context
 //!   and returns `Status::OutOfBounds` instead of touching memory.
 
 mod base;
+mod half;
 mod helpers;
 mod memory;
 mod num;

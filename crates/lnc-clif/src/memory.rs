@@ -13,7 +13,7 @@ use lnc_runtime::abi::ctx_offsets;
 use crate::base::{ArgBounds, FunctionCx, block_args, data_flags};
 use crate::num;
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, base};
+use crate::{CodegenError, base, half};
 
 /// The address operands of an access.
 #[derive(Clone, Copy)]
@@ -150,6 +150,9 @@ fn guarded(
 
 /// Loads one scalar of `d` (`i1`: a byte, normalized to 0 or 1).
 fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i32) -> Result<Value, CodegenError> {
+    if half::is_half(d) {
+        return Ok(half::load_scalar(fx, d, addr, offset));
+    }
     let ty = value::scalar_type(d)?;
     let v = fx.bcx.ins().load(ty, data_flags(), addr, offset);
     Ok(if d == DType::I1 { fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, v, 0) } else { v })
@@ -165,18 +168,34 @@ fn load_full(fx: &mut FunctionCx, d: DType, lanes: u8, addr: Value) -> Result<Ti
         }
         return value::from_lanes(&mut fx.bcx, d, per, &ls);
     }
+    if half::is_half(d) {
+        return Ok(Tile { per, parts: half::load_parts(fx, d, (lanes / per) as usize, addr) });
+    }
     let ty = value::part_type(d, per)?;
     let parts =
         (0..(lanes / per) as i32).map(|j| fx.bcx.ins().load(ty, data_flags(), addr, j * 16)).collect();
     Ok(Tile { per, parts })
 }
 
+/// Stores one scalar of `d` (half dtypes: converted to their 16 bits).
+fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value, offset: i32) {
+    if half::is_half(d) {
+        half::store_scalar(fx, d, v, addr, offset);
+    } else {
+        fx.bcx.ins().store(data_flags(), v, addr, offset);
+    }
+}
+
 /// Stores the lanes of `t` at `addr`, consecutive.
 fn store_full(fx: &mut FunctionCx, d: DType, t: &Tile, addr: Value) -> Result<(), CodegenError> {
     if d == DType::I1 || t.per == 1 {
         for (k, l) in value::lanes(&mut fx.bcx, d, t).into_iter().enumerate() {
-            fx.bcx.ins().store(data_flags(), l, addr, k as i32 * d.size() as i32);
+            store_scalar(fx, d, l, addr, k as i32 * d.size() as i32);
         }
+        return Ok(());
+    }
+    if half::is_half(d) {
+        half::store_parts(fx, d, &t.parts, addr);
         return Ok(());
     }
     for (j, &p) in t.parts.iter().enumerate() {
@@ -394,7 +413,7 @@ pub(crate) fn codegen_store(
         };
         guarded(fx, m, None, |fx| {
             check_range(fx, a.site, addr, 1, d.size())?;
-            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            store_scalar(fx, d, v, addr, 0);
             Ok(None)
         })?;
         return Ok(());
@@ -447,7 +466,7 @@ fn store_lanes(
         let (addr, v) = (addrs[k], vals[k]);
         guarded(fx, bits[k], None, |fx| {
             check_range(fx, a.site, addr, 1, d.size())?;
-            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            store_scalar(fx, d, v, addr, 0);
             Ok(None)
         })?;
     }
@@ -527,6 +546,9 @@ fn atomic_rmw(
     addr: Value,
     v: Value,
 ) -> Result<Value, CodegenError> {
+    if half::is_half(d) {
+        return half::atomic_rmw(&mut fx.bcx, op, d, addr, v);
+    }
     let ty = value::scalar_type(d)?;
     if d.is_float() {
         let int = bits_type(d)?;
@@ -599,6 +621,9 @@ fn atomic_cas(
     if !d.is_float() {
         return Ok(fx.bcx.ins().atomic_cas(atomic_flags(), addr, cmp, v));
     }
+    if half::is_half(d) {
+        return Ok(half::atomic_cas(&mut fx.bcx, d, addr, cmp, v));
+    }
     let ty = value::scalar_type(d)?;
     let int = bits_type(d)?;
     let cmp = fx.bcx.ins().bitcast(int, MemFlagsData::new(), cmp);
@@ -622,7 +647,12 @@ fn scratch_address(
     let base = fx.bcx.ins().iadd_imm_s(area, s.offset as i64);
     let i = fx.scalar(index)?;
     let id = fx.f.ty(index).dtype();
-    Ok((element_address(fx, base, i, id, s.dtype.size()), s.dtype))
+    Ok((element_address(fx, base, i, id, lir::Scratch::elem_bytes(s.dtype)), s.dtype))
+}
+
+/// The dtype whose layout scratch holds `d` in: half dtypes in their `f32` compute form.
+fn scratch_layout(d: DType) -> DType {
+    if half::is_half(d) { DType::F32 } else { d }
 }
 
 pub(crate) fn codegen_scratch_load(
@@ -635,6 +665,7 @@ pub(crate) fn codegen_scratch_load(
     if ty.dtype() != d {
         return Err(invalid(format!("a {ty} load from a scratch buffer of {d}")));
     }
+    let d = scratch_layout(d);
     Ok(match ty {
         Ty::Tile(_, lanes) => CVal::Tile(load_full(fx, d, lanes, addr)?),
         _ => CVal::Scalar(load_scalar(fx, d, addr, 0)?),
@@ -652,10 +683,11 @@ pub(crate) fn codegen_scratch_store(
     if ty.dtype() != d {
         return Err(invalid(format!("a {ty} store to a scratch buffer of {d}")));
     }
+    let d = scratch_layout(d);
     match fx.val(val)? {
         CVal::Tile(t) => store_full(fx, d, &t, addr),
         CVal::Scalar(v) => {
-            fx.bcx.ins().store(data_flags(), v, addr, 0);
+            store_scalar(fx, d, v, addr, 0);
             Ok(())
         }
     }

@@ -12,7 +12,7 @@ use lnc_lir::{self as lir, BinOp, CmpOp, DType, ReduceOp, Ty, UnOp};
 
 use crate::base::{FunctionCx, iconst};
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, helpers};
+use crate::{CodegenError, half, helpers};
 
 fn unsupported(what: impl std::fmt::Display) -> CodegenError {
     CodegenError::Unsupported(what.to_string())
@@ -20,7 +20,7 @@ fn unsupported(what: impl std::fmt::Display) -> CodegenError {
 
 /// Applies `op` to the operands part by part, `per` lanes per part. Scalar operands of a
 /// tile operation are broadcast.
-fn lanewise(
+pub(crate) fn lanewise(
     fx: &mut FunctionCx,
     ty: Ty,
     per_of: impl Fn(u8) -> u8,
@@ -152,7 +152,7 @@ fn const_like(bcx: &mut FunctionBuilder, like: Type, c: lir::Const) -> Result<Va
 
 fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> Result<Value, CodegenError> {
     if d.is_float() {
-        return Ok(match op {
+        let r = match op {
             BinOp::Add => fx.bcx.ins().fadd(x, y),
             BinOp::Sub => fx.bcx.ins().fsub(x, y),
             BinOp::Mul => fx.bcx.ins().fmul(x, y),
@@ -166,17 +166,19 @@ fn emit_binary(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, y: Value) -> 
             BinOp::Rem | BinOp::Pow => {
                 let t = value::scalar_type(d)?;
                 let name = match (op, d) {
-                    (BinOp::Rem, DType::F32) => "lnc_fmod_f32",
-                    (BinOp::Rem, _) => "lnc_fmod_f64",
-                    (_, DType::F32) => "lnc_pow_f32",
-                    _ => "lnc_pow_f64",
+                    (BinOp::Rem, DType::F64) => "lnc_fmod_f64",
+                    (BinOp::Rem, _) => "lnc_fmod_f32",
+                    (_, DType::F64) => "lnc_pow_f64",
+                    _ => "lnc_pow_f32",
                 };
                 fx.call_helper(name, &[t, t], &[t], &[x, y])?[0]
             }
             BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => {
                 return Err(unsupported(format_args!("{op:?} on {d}")));
             }
-        });
+        };
+        // fp16/bf16: computed in f32, rounded to the dtype (min/max pick an operand).
+        return Ok(if matches!(op, BinOp::Min | BinOp::Max) { r } else { half::round_value(fx, d, r) });
     }
     let signed = d.is_signed();
     let ty = fx.bcx.func.dfg.value_type(x);
@@ -321,7 +323,7 @@ pub(crate) fn codegen_unary(
     let t = value::scalar_type(d)?;
     lanewise(fx, ty, per_for(d, unary_vectorizes(op)), &[a], |fx, v| {
         let x = v[0];
-        Ok(match op {
+        let r = match op {
             UnOp::Neg => fx.bcx.ins().fneg(x),
             UnOp::Abs => fx.bcx.ins().fabs(x),
             UnOp::Sqrt => fx.bcx.ins().sqrt(x),
@@ -340,6 +342,11 @@ pub(crate) fn codegen_unary(
                     helpers::unary(op, d == DType::F64).ok_or_else(|| unsupported(format_args!("{op:?}")))?;
                 fx.call_helper(name, &[t], &[t], &[x])?[0]
             }
+        };
+        // fp16/bf16: computed in f32, rounded to the dtype (the exact operations need not).
+        Ok(match op {
+            UnOp::Neg | UnOp::Abs | UnOp::Floor | UnOp::Ceil => r,
+            _ => half::round_value(fx, d, r),
         })
     })
 }
@@ -402,6 +409,9 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
     if s == d {
         return fx.val(a);
     }
+    if half::is_half(s) || half::is_half(d) {
+        return half::codegen_cast(fx, a, ty);
+    }
     if let Ty::Tile(_, lanes) = ty {
         if cast_vectorizes(s, d) && lanes >= value::vector_per(d) {
             let per = value::vector_per(d);
@@ -422,7 +432,7 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
 }
 
 /// Converts one scalar or vector part from `s` to `d` (vectors: same lane count).
-fn emit_cast(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value, CodegenError> {
+pub(crate) fn emit_cast(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value, CodegenError> {
     let xt = fx.bcx.func.dfg.value_type(x);
     let lanes = xt.lane_count();
     let dt = value::scalar_type(d)?.by(lanes).unwrap_or(value::scalar_type(d)?);
@@ -493,6 +503,9 @@ pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Res
     if s.bits() != d.bits() || s == DType::I1 || d == DType::I1 {
         return Err(CodegenError::InvalidIr(format!("bitcast from {s} to {d}")));
     }
+    if half::is_half(s) || half::is_half(d) {
+        return half::codegen_bitcast(fx, a, ty);
+    }
     value::scalar_type(s)?;
     let per_of = per_for(s, true);
     lanewise(fx, ty, per_of, &[a], |fx, v| {
@@ -521,7 +534,10 @@ pub(crate) fn combine(
         (ReduceOp::Sum, DType::I1) => return Err(unsupported("sum of i1 lanes")),
         (ReduceOp::Max, DType::I1) => ins.bor(x, y),
         (ReduceOp::Min, DType::I1) => ins.band(x, y),
-        (ReduceOp::Sum, _) if d.is_float() => ins.fadd(x, y),
+        (ReduceOp::Sum, _) if d.is_float() => {
+            let s = ins.fadd(x, y);
+            half::round_if_half(bcx, d, s)
+        }
         (ReduceOp::Sum, _) => ins.iadd(x, y),
         (ReduceOp::Max, _) if d.is_float() => ins.fmax(x, y),
         (ReduceOp::Min, _) if d.is_float() => ins.fmin(x, y),

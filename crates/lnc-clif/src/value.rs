@@ -1,12 +1,13 @@
 //! How loop-IR values live in Cranelift values.
 //!
 //! A scalar is one Cranelift value: `i1` is an `i8` holding 0 or 1 (what `icmp` yields),
-//! a pointer is an `i64` address. A tile of `L` lanes is a list of *parts*, each holding
-//! `per` consecutive lanes: `per > 1` parts are 128-bit vectors (`f32x4`, `i64x2`,
-//! `i8x16`…), `per == 1` parts are scalars. One part of `L` lanes is the common case
-//! (an `f32x4` tile), several vector parts carry wider tiles (`f32x16` is four `f32x4`),
-//! and scalar parts carry tiles that do not fill a vector (two `fp32` lanes) or that an
-//! operation has no vector form for.
+//! a pointer is an `i64` address, an `fp16`/`bf16` is an `f32` holding a value of the
+//! dtype (converted at loads and stores, see `half.rs`). A tile of `L` lanes is a list of
+//! *parts*, each holding `per` consecutive lanes: `per > 1` parts are 128-bit vectors
+//! (`f32x4`, `i64x2`, `i8x16`…), `per == 1` parts are scalars. One part of `L` lanes is
+//! the common case (an `f32x4` tile), several vector parts carry wider tiles (`f32x16` is
+//! four `f32x4`), and scalar parts carry tiles that do not fill a vector (two `fp32`
+//! lanes) or that an operation has no vector form for.
 //!
 //! An `i1` tile (a mask) in vector form has all-ones or all-zero lanes of the width
 //! `128 / per`, the form vector comparisons produce (`fcmp` on `f32x4` gives an `i32x4`);
@@ -54,13 +55,9 @@ pub(crate) fn scalar_type(d: DType) -> Result<Type, CodegenError> {
         DType::I16 | DType::U16 => types::I16,
         DType::I32 | DType::U32 => types::I32,
         DType::I64 | DType::U64 => types::I64,
-        DType::F32 => types::F32,
+        // Computed in f32: see `half.rs`.
+        DType::F32 | DType::F16 | DType::BF16 => types::F32,
         DType::F64 => types::F64,
-        DType::F16 | DType::BF16 => {
-            return Err(CodegenError::Unsupported(format!(
-                "{d} values (half-precision codegen is not implemented yet)"
-            )));
-        }
     })
 }
 
@@ -83,9 +80,10 @@ pub(crate) fn part_type(d: DType, per: u8) -> Result<Type, CodegenError> {
     Ok(lane.by(per as u32).expect("128-bit vector"))
 }
 
-/// Lanes per part a `d` tile uses natively: a full 128-bit vector.
+/// Lanes per part a `d` tile uses natively: a full 128-bit vector (`f32x4` for the half
+/// dtypes, which compute in `f32`).
 pub(crate) fn vector_per(d: DType) -> u8 {
-    if d == DType::I1 { 4 } else { (128 / d.bits()) as u8 }
+    if d == DType::I1 || crate::half::is_half(d) { 4 } else { (128 / d.bits()) as u8 }
 }
 
 /// The canonical lanes per part of a tile type: vectors when the lanes fill at least one.

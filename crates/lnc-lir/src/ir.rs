@@ -231,6 +231,24 @@ pub struct Scratch {
     pub offset: u32,
 }
 
+impl Scratch {
+    /// Bytes one element takes in scratch: the dtype's size, except for `fp16` and
+    /// `bf16`, which scratch holds in the form they are computed in, `fp32`, so that
+    /// keeping a block across loops costs no conversions (scratch is private to the
+    /// program: its layout is code generation's choice).
+    pub fn elem_bytes(dtype: DType) -> u32 {
+        match dtype {
+            DType::F16 | DType::BF16 => 4,
+            d => d.size(),
+        }
+    }
+
+    /// The byte just past the buffer's end.
+    pub fn end(&self) -> u32 {
+        self.offset + self.len * Scratch::elem_bytes(self.dtype)
+    }
+}
+
 /// A kernel argument as the ABI passes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgInfo {
@@ -268,7 +286,7 @@ pub struct Function {
 impl Function {
     /// Total scratch bytes a program needs.
     pub fn scratch_bytes(&self) -> u32 {
-        self.scratch.iter().map(|s| s.offset + s.len * s.dtype.size()).max().unwrap_or(0)
+        self.scratch.iter().map(Scratch::end).max().unwrap_or(0)
     }
 
     /// Type of a value.

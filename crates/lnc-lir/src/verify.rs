@@ -8,7 +8,7 @@
 //! ## Function
 //! - Argument slots are unique; arguments are scalars or pointers, never tiles.
 //! - Scratch buffers hold at least one element, start at a multiple of 64 bytes and do
-//!   not overlap.
+//!   not overlap (`fp16`/`bf16` elements take 4 bytes: [`Scratch::elem_bytes`]).
 //!
 //! ## Structure
 //! - Every instruction listed in a region exists and appears once in the whole body.
@@ -220,7 +220,7 @@ impl<'a> Verifier<'a> {
                     format!("scratch buffer s{k} starts at byte {}, not a multiple of 64", s.offset),
                 );
             }
-            let end = |s: &Scratch| s.offset as u64 + s.len as u64 * s.dtype.size() as u64;
+            let end = |s: &Scratch| s.offset as u64 + s.len as u64 * Scratch::elem_bytes(s.dtype) as u64;
             for (j, t) in f.scratch[..k].iter().enumerate() {
                 if (s.offset as u64) < end(t) && (t.offset as u64) < end(s) {
                     self.err(None, format!("scratch buffers s{j} and s{k} overlap"));

@@ -27,10 +27,8 @@
 //! integers; `for` or `while` with constant trip counts; `arange` itself. It leaves the
 //! constants it consumed for `dce` and the duplicate constants it creates for `cse`.
 //!
-//! Casts to `fp16`/`bf16` round once from the exact value, where the interpreter's
-//! `DType::round_float` (the `half` crate) rounds `f64` to `fp16` through `f32` and
-//! truncates to `bf16` first: the two differ on rare `fp64` inputs, and this is the IEEE
-//! result.
+//! Casts to `fp16`/`bf16` round once from the exact value (`DType::round_float`, shared
+//! with the interpreter), the IEEE result.
 
 use lnc_bir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, UnOp};
 

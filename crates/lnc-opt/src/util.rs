@@ -136,40 +136,11 @@ pub(crate) fn elem_type(ty: Type) -> Type {
 }
 
 /// Rounds `x` to the nearest value of float dtype `d`, ties to even, overflowing to
-/// infinity; NaN and infinities pass through.
-///
-/// One rounding from the exact `f64`. `DType::round_float` goes through the `half` crate,
-/// which rounds `f64` to `f16` via `f32` (twice) and truncates to `bf16` before rounding;
-/// both differ from a single rounding for some `f64` inputs.
+/// infinity; NaN and infinities pass through: one rounding from the exact `f64`, exactly
+/// as the interpreter rounds ([`DType::round_float`]).
 pub(crate) fn round_float(d: DType, x: f64) -> f64 {
-    let (mantissa_bits, min_exp, max_finite) = match d {
-        DType::F64 => return x,
-        DType::F32 => return x as f32 as f64,
-        DType::F16 => (11, -14, 65504.0),
-        DType::BF16 => (8, -126, f64::from_bits(0x47EF_E000_0000_0000)),
-        _ => unreachable!("round_float on an integer dtype"),
-    };
-    if !x.is_finite() || x == 0.0 {
-        return x;
-    }
-    // Far outside both formats' ranges: the result is a signed zero or infinity, and
-    // staying away from f64's own subnormals keeps the exponent arithmetic below exact.
-    if x.abs() < pow2(-200) {
-        return 0.0f64.copysign(x);
-    }
-    if x.abs() > pow2(200) {
-        return f64::INFINITY.copysign(x);
-    }
-    let exp = ((x.to_bits() >> 52) & 0x7ff) as i32 - 1023;
-    // Subnormals of `d` share the quantum of its smallest normal binade.
-    let quantum = exp.max(min_exp) - (mantissa_bits - 1);
-    let r = (x * pow2(-quantum)).round_ties_even() * pow2(quantum);
-    if r.abs() > max_finite { f64::INFINITY.copysign(x) } else { r }
-}
-
-/// `2^n` for `n` in f64's normal exponent range.
-fn pow2(n: i32) -> f64 {
-    f64::from_bits(((n + 1023) as u64) << 52)
+    debug_assert!(d.is_float(), "round_float on an integer dtype");
+    d.round_float(x)
 }
 
 /// How many times each value is used by instructions reachable from the body.

@@ -17,6 +17,9 @@ use crate::affine::Ev;
 use crate::eval::{Idx, Point};
 use crate::fusion::{Backing, EmitScope, Group, Lowerer, Sink};
 
+/// The most elements one `device_print` of blocks prints (its loop is unrolled).
+pub(crate) const MAX_PRINTED: u64 = 4096;
+
 /// Lanes of the tiles over an axis of `extent` elements: `lanes`, or fewer for short
 /// axes (a power of two that divides the extent).
 pub(crate) fn tile_lanes(lanes: u8, extent: u32) -> u8 {
@@ -257,6 +260,53 @@ impl<'a> Lowerer<'a> {
         let index = self.linear_index(shape, &p.idx);
         let v = self.at_point(e, p)?;
         self.ins_effect(lir::Opcode::ScratchStore(slot), vec![index, v]);
+        Ok(())
+    }
+
+    /// `device_print` with operands, as Triton prints: one line per element of each
+    /// operand, `pid (x, y, z) idx (i, j) prefix value` (scalars print `idx ()`). The
+    /// elements are unrolled, each line with its index in its own string, so printed blocks
+    /// are limited to [`MAX_PRINTED`] elements.
+    pub(crate) fn print_blocks(&mut self, i: bir::Inst, prefix: u32) -> Result<(), TileError> {
+        let bf = self.bf;
+        self.span = bf.span(i);
+        let args = bf.inst(i).args.clone();
+        let total: u64 = args.iter().map(|&a| bf.ty(a).shape.numel()).sum();
+        if total > MAX_PRINTED {
+            return Err(self.err(
+                i,
+                format!("`device_print` of {total} elements: at most {MAX_PRINTED} can be printed at once"),
+            ));
+        }
+        let text = bf.strings.get(prefix as usize).map_or("", |s| s.trim_end()).to_string();
+        for a in args {
+            let dims = self.shape(a);
+            let numel: u32 = dims.iter().product();
+            for lin in 0..numel {
+                let mut coords = vec![0u32; dims.len()];
+                let mut rem = lin;
+                for (c, &d) in coords.iter_mut().zip(&dims).rev() {
+                    *c = rem % d;
+                    rem /= d;
+                }
+                let idx = coords
+                    .iter()
+                    .zip(&dims)
+                    .map(
+                        |(&c, &d)| {
+                            if d == 1 { Idx::Zero } else { Idx::Scalar(self.iconst(DType::I32, c as i64)) }
+                        },
+                    )
+                    .collect();
+                let p = Point { idx, lanes: 1 };
+                let e = self.eval(a, &p)?;
+                let v = self.at_point(e, &p)?;
+                let label: Vec<String> = coords.iter().map(u32::to_string).collect();
+                let k = self.b.func.strings.len() as u32;
+                self.b.func.strings.push(format!("idx ({}){text}", label.join(", ")));
+                self.ins_effect(lir::Opcode::Print(k), vec![v]);
+            }
+        }
         Ok(())
     }
 

@@ -209,7 +209,8 @@ impl Lowerer<'_> {
         let Some(i) = def_inst(bf, v) else {
             return Err(TileError::new(
                 self.span,
-                "blocks of pointers carried through control flow are not supported yet",
+                "a block of pointers carried through control flow must move all its lanes by the same \
+                 offset (`ptrs += step`); this one does not",
             ));
         };
         let data = bf.inst(i);

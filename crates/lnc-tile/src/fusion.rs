@@ -236,8 +236,10 @@ impl<'a> Lowerer<'a> {
                 self.add_sink(Sink::Atomic(i), i)?
             }
             bir::Opcode::Assert if block_operand => self.add_sink(Sink::Assert(i), i)?,
-            bir::Opcode::Print(_) if block_operand => {
-                return Err(self.err(i, "`device_print` of a block is not supported yet"));
+            bir::Opcode::Print(k) if !data.args.is_empty() => {
+                // An effect in program order, like the others; one line per element.
+                self.flush()?;
+                self.print_blocks(i, k)?;
             }
             bir::Opcode::Store { .. } => {
                 let root = self.prov.root(data.args[0]);
@@ -637,7 +639,11 @@ impl<'a> Lowerer<'a> {
     fn carried_slot(&mut self, v: bir::Value, at: bir::Inst) -> Result<u32, TileError> {
         let t = self.bf.ty(v);
         if t.elem.is_ptr() {
-            return Err(self.err(at, "blocks of pointers carried through control flow are not supported yet"));
+            return Err(self.err(
+                at,
+                "a block of pointers carried through control flow must move all its lanes by the same \
+                 offset (`ptrs += step`); this one does not",
+            ));
         }
         Ok(self.b.func.add_scratch(t.elem.dtype(), t.shape.numel() as u32))
     }

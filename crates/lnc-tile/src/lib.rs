@@ -22,19 +22,28 @@
 //!   ([`affine`](crate::affine)): stride 1 is a contiguous vector access, anything else a
 //!   gather; each access names the pointer argument it derives from
 //!   ([`provenance`](crate::provenance)) for bounds checks.
+//! - `device_print` prints one line per element of each operand with its index, as Triton
+//!   does; the elements are unrolled, so a print of a block is limited in size.
 //!
 //! Masks stay data (lane masks on accesses); turning `offs < N` into a loop bound plus a
 //! tail, several accumulators per reduction and unrolling are later passes.
 //!
-//! The pipeline is [`lower`]: provenance → uses → scheduling and emission → dead-code
-//! removal. What cannot be tiled is a [`TileError`] pointing at the source.
+//! Blocks of pointers carried through loops become a pointer block fixed before the loop
+//! plus a carried scalar offset ([`carried`](crate::carried)).
+//!
+//! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
+//! emission → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
+//! source.
 
 mod affine;
+mod bounds;
+mod carried;
 mod dce;
 mod emit;
 mod eval;
 mod fusion;
 mod provenance;
+mod rewrite;
 mod scalar;
 mod uses;
 
@@ -46,11 +55,13 @@ pub struct TileOptions {
     /// Elements per tile, a power of two (4: one 128-bit vector of `fp32`). A block whose
     /// last axis is shorter uses that length.
     pub lanes: u8,
+    /// Turn masks `base + arange < n` into a loop bound plus a tail (module `bounds`).
+    pub bounds: bool,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4 }
+        TileOptions { lanes: 4, bounds: true }
     }
 }
 
@@ -84,9 +95,20 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
             format!("{} lanes per tile: expected a power of two from 1 to 64", opts.lanes),
         ));
     }
+    let rewritten = carried::rewrite(f);
+    if cfg!(debug_assertions)
+        && let Some(g) = &rewritten
+        && let Err(e) = lnc_bir::verify::verify(g)
+    {
+        panic!("the rewrite of carried pointer blocks of `{}` is invalid (a compiler bug):\n{e}", f.name);
+    }
+    let f = rewritten.as_ref().unwrap_or(f);
     let prov = provenance::analyze(f)?;
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
+    if opts.bounds {
+        bounds::run(&mut lir);
+    }
     dce::run(&mut lir);
     if cfg!(debug_assertions)
         && let Err(e) = lnc_lir::verify(&lir)

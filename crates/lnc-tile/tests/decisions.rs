@@ -39,7 +39,7 @@ def k(X, S, N, BLOCK: tl.constexpr):
 
 #[test]
 fn independent_reductions_share_one_loop() {
-    let f = lir(INDEPENDENT, "k", "*fp32,*fp32,i32,64");
+    let f = lir_base(INDEPENDENT, "k", "*fp32,*fp32,i32,64");
     assert_eq!(loops(&f), 1, "{}", lnc_lir::print_function(&f));
     assert!(f.scratch.is_empty(), "x is used by one loop only");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
@@ -68,7 +68,7 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 
 #[test]
 fn a_reduction_needing_another_waits_for_its_loop() {
-    let f = lir(DEPENDENT, "k", "*fp32,*fp32,i32,32");
+    let f = lir_base(DEPENDENT, "k", "*fp32,*fp32,i32,32");
     assert_eq!(loops(&f), 3, "{}", lnc_lir::print_function(&f));
     assert_eq!(f.scratch.len(), 1, "x is kept once for the later loops");
     assert_eq!(loads(&f, Addressing::Contiguous), 1, "x is read from memory once");
@@ -99,7 +99,7 @@ def k(X, Y, BLOCK: tl.constexpr):
 
 #[test]
 fn contiguous_and_gather_addressing() {
-    let f = lir(ADDRESSING, "k", "*fp32,*fp32,16");
+    let f = lir_base(ADDRESSING, "k", "*fp32,*fp32,16");
     // `i + 3` and `2(i + 1) - i`: stride 1; `i·2`, `15 - i`, `i // 2`: gathers; `i·0 + 7`: one scalar.
     assert_eq!(loads(&f, Addressing::Contiguous), 2, "{}", lnc_lir::print_function(&f));
     assert_eq!(loads(&f, Addressing::Gather), 3);
@@ -122,7 +122,7 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 
 #[test]
 fn loads_are_kept_and_arithmetic_is_recomputed() {
-    let f = lir(MATERIALIZE, "k", "*fp32,*fp32,i32,32");
+    let f = lir_base(MATERIALIZE, "k", "*fp32,*fp32,i32,32");
     assert_eq!(loops(&f), 2);
     assert_eq!(f.scratch.len(), 1, "only the load is kept: {}", lnc_lir::print_function(&f));
     assert_eq!(loads(&f, Addressing::Contiguous), 1);
@@ -149,7 +149,7 @@ def k(X, BLOCK: tl.constexpr):
 
 #[test]
 fn in_place_update_through_one_pointer_is_one_loop() {
-    let f = lir(IN_PLACE, "k", "*fp32,16");
+    let f = lir_base(IN_PLACE, "k", "*fp32,16");
     assert_eq!(loops(&f), 1);
     assert!(f.scratch.is_empty());
     run(IN_PLACE, "k", "*fp32,16", 1, &[ptr(0), ArgValue::Int(16)], &[f32_buffer(1, 16)]);
@@ -167,7 +167,7 @@ def k(X, BLOCK: tl.constexpr):
 
 #[test]
 fn a_load_is_not_fused_with_a_store_elsewhere_in_its_argument() {
-    let f = lir(REVERSE, "k", "*fp32,16");
+    let f = lir_base(REVERSE, "k", "*fp32,16");
     // x must be read completely before the reversed store, and y after it. y is also
     // read in a loop of its own before the store at `BLOCK + i`: proving that those
     // positions never meet would need a distance analysis.
@@ -188,7 +188,7 @@ def k(X, S, BLOCK: tl.constexpr):
 
 #[test]
 fn a_load_still_needed_after_a_store_to_its_argument_is_kept() {
-    let f = lir(LOAD_THEN_STORE, "k", "*fp32,*fp32,16");
+    let f = lir_base(LOAD_THEN_STORE, "k", "*fp32,*fp32,16");
     assert_eq!(f.scratch.len(), 1, "{}", lnc_lir::print_function(&f));
     run(
         LOAD_THEN_STORE,
@@ -225,7 +225,7 @@ def k(X, Z, BLOCK: tl.constexpr):
 
 #[test]
 fn pointers_selected_in_one_argument_are_gathered() {
-    let f = lir(WHERE_OFFSETS, "k", "*fp32,*fp32,16");
+    let f = lir_base(WHERE_OFFSETS, "k", "*fp32,*fp32,16");
     assert_eq!(loads(&f, Addressing::Gather), 1);
     run(
         WHERE_OFFSETS,
@@ -247,7 +247,7 @@ def k(X, C, BLOCK: tl.constexpr):
 
 #[test]
 fn an_atomic_gets_its_own_loop_and_keeps_its_result() {
-    let f = lir(ATOMIC, "k", "*i32,*i32,16");
+    let f = lir_base(ATOMIC, "k", "*i32,*i32,16");
     assert_eq!(loops(&f), 2, "{}", lnc_lir::print_function(&f));
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     let x = Buffer::from_f64_values(DType::I32, &(0..16).map(|v| v as f64).collect::<Vec<_>>());
@@ -275,7 +275,7 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 
 #[test]
 fn a_block_carried_by_a_while_lives_in_scratch() {
-    let f = lir(WHILE_CARRY, "k", "*fp32,*fp32,i32,8");
+    let f = lir_base(WHILE_CARRY, "k", "*fp32,*fp32,i32,8");
     assert_eq!(f.scratch.len(), 1, "{}", lnc_lir::print_function(&f));
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     run(
@@ -301,7 +301,7 @@ def k(X, Y, Z, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 #[test]
 fn two_d_blocks_are_nested_loops_over_rows_and_column_tiles() {
-    let f = lir(TWO_D, "k", "*fp32,*fp32,*fp32,i32,i32,4,8");
+    let f = lir_base(TWO_D, "k", "*fp32,*fp32,*fp32,i32,i32,4,8");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     run(
         TWO_D,
@@ -322,7 +322,7 @@ def k(X, BLOCK: tl.constexpr):
 
 #[test]
 fn an_assert_on_a_block_checks_every_tile() {
-    let f = lir(BLOCK_ASSERT, "k", "*i32,16");
+    let f = lir_base(BLOCK_ASSERT, "k", "*i32,16");
     assert_eq!(loops(&f), 1);
     let ok = Buffer::from_f64_values(DType::I32, &[1.0; 16]);
     run(BLOCK_ASSERT, "k", "*i32,16", 1, &[ptr(0), ArgValue::Int(16)], &[ok]);
@@ -375,7 +375,7 @@ def k(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 #[test]
 fn row_sums_of_a_two_d_block_reduce_each_lane_s_row() {
-    let f = lir(ROW_SUMS, "k", "*fp32,*fp32,i32,i32,8,16");
+    let f = lir_base(ROW_SUMS, "k", "*fp32,*fp32,i32,i32,8,16");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     run(
         ROW_SUMS,
@@ -398,7 +398,7 @@ def k(X, Y, BLOCK: tl.constexpr):
 
 #[test]
 fn a_reduction_keeping_its_axis_is_a_scalar_broadcast() {
-    let f = lir(KEEP_DIMS, "k", "*fp32,*fp32,16");
+    let f = lir_base(KEEP_DIMS, "k", "*fp32,*fp32,16");
     assert_eq!(loops(&f), 2);
     run(
         KEEP_DIMS,
@@ -426,7 +426,7 @@ def k(X, Y, S, R, BLOCK: tl.constexpr):
 
 #[test]
 fn a_for_carries_a_block_in_scratch_and_a_scalar_in_a_register() {
-    let f = lir(FOR_CARRY, "k", "*fp32,*fp32,*fp32,i32,8");
+    let f = lir_base(FOR_CARRY, "k", "*fp32,*fp32,*fp32,i32,8");
     // `acc` across iterations, and `x` between the reduction and the yield (the store
     // of `total` between them orders the two loops).
     assert_eq!(f.scratch.len(), 2, "{}", lnc_lir::print_function(&f));
@@ -451,7 +451,7 @@ def k(C, Y, R, BLOCK: tl.constexpr):
 
 #[test]
 fn an_atomic_result_used_in_a_loop_is_kept_once() {
-    let f = lir(ATOMIC_CAPTURED, "k", "*i32,*i32,i32,8");
+    let f = lir_base(ATOMIC_CAPTURED, "k", "*i32,*i32,i32,8");
     assert_eq!(loops(&f), 2, "{}", lnc_lir::print_function(&f));
     let c = Buffer::from_f64_values(DType::I32, &(0..8).map(|v| v as f64).collect::<Vec<_>>());
     run(
@@ -462,4 +462,89 @@ fn an_atomic_result_used_in_a_loop_is_kept_once() {
         &[ptr(0), ptr(1), ArgValue::Int(2), ArgValue::Int(8)],
         &[c, Buffer::zeros(DType::I32, 16)],
     );
+}
+
+const PRINT_BLOCKS: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i[:, None] * 2 + i[None, :], mask=i[None, :] < N)
+    tl.device_print("x", x, N)
+    tl.store(Y + i[:, None] * 2 + i[None, :], x + 1)
+"#;
+
+#[test]
+fn printing_a_block_prints_each_element_with_its_index() {
+    // As Triton prints: one line per element of each operand, scalars with `idx ()`.
+    let f = lir_base(PRINT_BLOCKS, "k", "*fp32,*fp32,i32,2");
+    let prints: Vec<&str> = f
+        .live_insts()
+        .into_iter()
+        .filter_map(|i| match f.insts[i].opcode {
+            Opcode::Print(k) => Some(f.strings[k as usize].as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prints, ["idx (0, 0) x:", "idx (0, 1) x:", "idx (1, 0) x:", "idx (1, 1) x:", "idx () x:"]);
+    run(
+        PRINT_BLOCKS,
+        "k",
+        "*fp32,*fp32,i32,2",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(1), ArgValue::Int(2)],
+        &[f32_buffer(1, 4), Buffer::zeros(DType::F32, 4)],
+    );
+    let e = tile_err(PRINT_BLOCKS, "k", "*fp32,*fp32,i32,128");
+    assert!(e.message.contains("at most 4096"), "{e}");
+}
+
+const CARRIED_PTRS: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    xp = X + cols
+    yp = Y + cols
+    for off in range(0, N, BLOCK):
+        tl.store(yp, tl.load(xp, mask=off + cols < N) + 1.0, mask=off + cols < N)
+        xp += BLOCK
+        yp = yp + BLOCK
+    n = 0
+    while n < N:
+        tl.store(yp, tl.load(xp - N, mask=n + cols < N), mask=n + cols < N)
+        xp += BLOCK
+        yp += BLOCK
+        n += BLOCK
+"#;
+
+#[test]
+fn carried_blocks_of_pointers_become_carried_offsets() {
+    // `ptrs += BLOCK` in `for` and `while`: a fixed pointer block plus a scalar offset, so
+    // the accesses stay contiguous.
+    let f = lir_base(CARRIED_PTRS, "k", "*fp32,*fp32,i32,8");
+    assert_eq!(loads(&f, Addressing::Gather), 0, "{}", lnc_lir::print_function(&f));
+    assert!(loads(&f, Addressing::Contiguous) >= 2);
+    run(
+        CARRIED_PTRS,
+        "k",
+        "*fp32,*fp32,i32,8",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(21), ArgValue::Int(8)],
+        &[f32_buffer(1, 48), Buffer::zeros(DType::F32, 48)],
+    );
+}
+
+const MOVING_APART: &str = r#"
+@triton.jit
+def k(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    ptrs = X + offs
+    for i in range(3):
+        ptrs = ptrs + offs
+    tl.store(Y + offs, tl.load(ptrs))
+"#;
+
+#[test]
+fn carried_pointer_blocks_moving_lanes_apart_are_refused() {
+    let e = tile_err(MOVING_APART, "k", "*fp32,*fp32,8");
+    assert!(e.message.contains("by the same offset"), "{e}");
 }

@@ -60,6 +60,37 @@ fn forward_run(block: u32, n: i64, rows: u32) {
     differential(&f, [rows, 1, 1], &args, &bufs, &[1, 2, 4, 8]);
 }
 
+/// The forward kernel with `N` apart from the row length: every `N` around tile and
+/// block boundaries, zero and negative included.
+fn forward_run_n(block: u32, n: i64) {
+    let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{block}");
+    let f = bir(&seed_source(), FWD, &sig);
+    let (rows, b) = (2usize, block as usize);
+    let bufs = vec![
+        f32_buffer(1, rows * b),
+        Buffer::zeros(DType::F32, rows * b),
+        f32_buffer(2, b),
+        f32_buffer(3, b),
+        Buffer::zeros(DType::F32, rows),
+        Buffer::zeros(DType::F32, rows),
+    ];
+    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
+    args.extend([
+        ArgValue::Int(block as i64),
+        ArgValue::Int(n),
+        ArgValue::Float(1e-5),
+        ArgValue::Int(block as i64),
+    ]);
+    differential(&f, [rows as u32, 1, 1], &args, &bufs, &[1, 4, 8]);
+}
+
+#[test]
+fn forward_runs_like_the_block_ir_for_every_n() {
+    for n in [-3, 0, 1, 3, 4, 5, 8, 12, 13, 15, 16, 17, 40] {
+        forward_run_n(16, n);
+    }
+}
+
 #[test]
 fn forward_runs_like_the_block_ir() {
     forward_run(16, 13, 3);

@@ -145,7 +145,7 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes };
+    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes, ..Default::default() };
     let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
     timings.tile = t.elapsed();
     if opts.verify {

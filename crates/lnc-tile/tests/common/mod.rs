@@ -32,7 +32,12 @@ pub fn bir(src: &str, kernel: &str, sig: &str) -> lnc_bir::Function {
 
 /// Tiles a block-IR function with `lanes`, checks the loop-IR verifier accepts it.
 pub fn tile_with(f: &lnc_bir::Function, lanes: u8) -> Result<lnc_lir::Function, TileError> {
-    let l = lnc_tile::lower(f, &TileOptions { lanes })?;
+    tile_opts(f, TileOptions { lanes, ..Default::default() })
+}
+
+/// Tiles a block-IR function with `opts`, checks the loop-IR verifier accepts it.
+pub fn tile_opts(f: &lnc_bir::Function, opts: TileOptions) -> Result<lnc_lir::Function, TileError> {
+    let l = lnc_tile::lower(f, &opts)?;
     if let Err(e) = lnc_lir::verify(&l) {
         panic!("the loop IR of {} does not verify:\n{e}", f.name);
     }
@@ -43,6 +48,12 @@ pub fn tile_with(f: &lnc_bir::Function, lanes: u8) -> Result<lnc_lir::Function, 
 pub fn lir(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
     let f = bir(src, kernel, sig);
     tile_with(&f, 4).unwrap_or_else(|e| panic!("tiling failed: {e}"))
+}
+
+/// Source → loop IR of the fusion decisions alone (masks stay masks), panicking on errors.
+pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
+    let f = bir(src, kernel, sig);
+    tile_opts(&f, TileOptions { lanes: 4, bounds: false }).unwrap_or_else(|e| panic!("tiling failed: {e}"))
 }
 
 /// Source → printed loop IR.
@@ -77,18 +88,21 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
     let mut expected = bufs.to_vec();
     lnc_bir::interp::run_grid(f, grid, args, &mut expected)
         .unwrap_or_else(|e| panic!("bir interpreter: {e}"));
-    for &l in lanes {
-        let lf = tile_with(f, l).unwrap_or_else(|e| panic!("tiling failed: {e}"));
+    for (l, bounds) in lanes.iter().flat_map(|&l| [(l, true), (l, false)]) {
+        let lf =
+            tile_opts(f, TileOptions { lanes: l, bounds }).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)
             .unwrap_or_else(|e| panic!("lir interpreter: {e:?}\n{}", lnc_lir::print_function(&lf)));
         for (k, (e, g)) in expected.iter().zip(&got).enumerate() {
             let (ev, gv) = (e.to_f64_values(), g.to_f64_values());
             for (j, (x, y)) in ev.iter().zip(&gv).enumerate() {
-                let ok = x == y || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
+                let ok = x == y
+                    || (x.is_nan() && y.is_nan())
+                    || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
                 assert!(
                     ok,
-                    "lanes={l}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
+                    "lanes={l} bounds={bounds}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
                     lnc_lir::print_function(&lf)
                 );
             }

@@ -1,0 +1,581 @@
+//! The layer-norm benchmark: lnc running the seed's Triton kernels against a hand-written
+//! Rust layer norm and a parallel copy, Triton-style table; plus cold-compile time of each
+//! seed kernel and the launch overhead of a 1-program grid. See README.md.
+//!
+//! `cargo run --release -p lnc-bench -- [--quick] [--threads N] [--scaling]`
+
+mod baseline;
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use lnc::{Jit, Kernel, Module};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+const M: usize = 4096;
+const EPS: f32 = 1e-5;
+const SIZES: &[usize] = &[512, 768, 1000, 1024, 2048, 4096, 8192, 16384];
+const QUICK_SIZES: &[usize] = &[512, 4096, 16384];
+const FWD: &str = "_layer_norm_fwd_fused";
+const BWD_DX: &str = "_layer_norm_bwd_dx_fused";
+const BWD_DWDB: &str = "_layer_norm_bwd_dwdb";
+/// The trivial kernel whose warm launch measures lnc's launch overhead.
+const TRIVIAL: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _trivial(X):\n    tl.store(X + tl.program_id(0), 1.0)\n";
+
+type Result<T> = std::result::Result<T, String>;
+
+#[derive(Parser)]
+#[command(name = "lnc-bench", about = "Layer norm: lnc vs hand-written Rust vs a parallel copy")]
+struct Opts {
+    /// Fewer sizes and repetitions (finishes in well under a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Threads of the pool every measurement runs on (default: all of the machine's).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Measure at 1 thread and at --threads (default all) and print the speedup.
+    #[arg(long)]
+    scaling: bool,
+    /// Timed repetitions per measurement (default 30, 10 with --quick).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Row lengths N, comma-separated (default 512,768,1000,1024,2048,4096,8192,16384).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<usize>>,
+    /// Launch lnc's kernels without bounds checks (`launch_unchecked`).
+    #[arg(long)]
+    unchecked: bool,
+    /// The kernels' file (default: ../shared/seeds/triton_05_layer_norm.py, else
+    /// examples/kernels/layer_norm.py).
+    #[arg(long)]
+    kernels: Option<PathBuf>,
+}
+
+/// Median and best of a set of timings, in seconds.
+#[derive(Clone, Copy, Debug)]
+struct Times {
+    median: f64,
+    best: f64,
+}
+
+impl Times {
+    fn of(mut v: Vec<f64>) -> Times {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Times { median, best: v[0] }
+    }
+
+    /// GB/s for `bytes` moved: (from the median, from the best).
+    fn gbps(&self, bytes: f64) -> (f64, f64) {
+        (bytes / self.median / 1e9, bytes / self.best / 1e9)
+    }
+}
+
+struct Row {
+    n: usize,
+    /// Compile time of the kernels this N needed that were not compiled yet in this sweep
+    /// (one measurement each); `None` when all came from the cache.
+    compile: Option<f64>,
+    lnc: Times,
+    rust: Times,
+    copy: Times,
+    /// Backward only: lnc's dwdb kernel alone.
+    dwdb: Option<Times>,
+}
+
+/// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
+struct Buffers {
+    x: Vec<f32>,
+    dy: Vec<f32>,
+    out_lnc: Vec<f32>,
+    out_rust: Vec<f32>,
+}
+
+/// Per-chunk seeded normal values `mean + std·N(0,1)`, generated in parallel.
+fn randn(len: usize, mean: f32, std: f32, seed: u64) -> Vec<f32> {
+    let mut v = vec![0.0f32; len];
+    v.par_chunks_mut(1 << 16).enumerate().for_each(|(i, c)| {
+        let mut rng =
+            rand::rngs::SmallRng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for pair in c.chunks_mut(2) {
+            let u1: f32 = 1.0 - rng.random::<f32>();
+            let u2: f32 = rng.random::<f32>();
+            let r = (-2.0 * u1.ln()).sqrt();
+            let t = std::f32::consts::TAU * u2;
+            pair[0] = mean + std * r * t.cos();
+            if let Some(p) = pair.get_mut(1) {
+                *p = mean + std * r * t.sin();
+            }
+        }
+    });
+    v
+}
+
+fn rand_uniform(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    (0..len).map(|_| rng.random::<f32>()).collect()
+}
+
+/// A touched buffer: every page written once, so timing never pays its page faults.
+fn touched(len: usize) -> Vec<f32> {
+    let mut v = Vec::with_capacity(len);
+    v.par_extend((0..len).into_par_iter().map(|_| f32::NAN));
+    v
+}
+
+/// The tutorial's choice of GROUP_SIZE_M for a row length.
+fn group_size_m(n: usize) -> usize {
+    if n <= 1024 {
+        256
+    } else if n <= 4096 {
+        128
+    } else if n <= 8192 {
+        96
+    } else {
+        64
+    }
+}
+
+fn fwd_signature(n: usize) -> String {
+    format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two())
+}
+
+fn dx_signature(n: usize) -> String {
+    format!(
+        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,{},{}",
+        group_size_m(n),
+        n.next_power_of_two()
+    )
+}
+
+const DWDB_SIGNATURE: &str = "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128";
+
+/// Launches, bounds-checked unless `unchecked`.
+fn launch(k: &Kernel, grid: u32, args: &[lnc::Arg<'_>], unchecked: bool) -> Result<()> {
+    let r = if unchecked {
+        // SAFETY: the seed kernels stay inside their buffers for these shapes: every such
+        // launch is first run bounds-checked by the correctness check of the same size.
+        unsafe { k.launch_unchecked(grid, args) }
+    } else {
+        k.launch(grid, args)
+    };
+    r.map_err(|e| e.to_string())
+}
+
+/// Checks `got` against `want` elementwise: |got - want| ≤ atol + rtol·|want|.
+fn check(what: &str, n: usize, got: &[f32], want: &[f32], atol: f32, rtol: f32) -> Result<()> {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        // Written so that a NaN fails.
+        if (g - w).abs() <= atol + rtol * w.abs() {
+            continue;
+        }
+        return Err(format!(
+            "MISMATCH at N = {n}: {what}[{i}] is {g} from lnc but {w} from the Rust baseline"
+        ));
+    }
+    Ok(())
+}
+
+struct Ctx<'a> {
+    module: &'a Module,
+    /// (kernel, signature) compiled so far in this sweep.
+    compiled: RefCell<HashSet<(String, String)>>,
+    reps: usize,
+    warmup: usize,
+    unchecked: bool,
+    /// Chunks of rows of the Rust backward (4 per thread).
+    chunks: usize,
+}
+
+/// The kernel, and its compile time unless it was compiled before in this sweep.
+fn kernel(ctx: &Ctx<'_>, name: &str, signature: &str) -> Result<(Arc<Kernel>, Option<f64>)> {
+    let t = Instant::now();
+    let k = ctx.module.kernel(name, signature).map_err(|e| e.to_string())?;
+    let elapsed = t.elapsed().as_secs_f64();
+    let new = ctx.compiled.borrow_mut().insert((name.to_string(), signature.to_string()));
+    Ok((k, new.then_some(elapsed)))
+}
+
+fn add_times(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Forward at row length `n`: check lnc against the baseline once, then time lnc, the
+/// baseline and the copy interleaved (one of each per repetition).
+fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
+    let mn = M * n;
+    let x = &buf.x[..mn];
+    let (y_lnc, y_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
+    let w = rand_uniform(n, 1);
+    let b = rand_uniform(n, 2);
+    let (mut mean_l, mut rstd_l, mut mean_r, mut rstd_r) = (touched(M), touched(M), touched(M), touched(M));
+    let (k, compile) = kernel(ctx, FWD, &fwd_signature(n))?;
+
+    let run_lnc = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32]| -> Result<f64> {
+        let args = lnc::args![x, y, &w, &b, mean, rstd, n as i32, n as i32, EPS];
+        let t = Instant::now();
+        launch(&k, M as u32, &args, ctx.unchecked)?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    // Correctness, once, before timing: lnc checked launch against the baseline.
+    y_lnc.fill(f32::NAN);
+    k.launch(
+        M as u32,
+        &lnc::args![x, &mut *y_lnc, &w, &b, &mut mean_l, &mut rstd_l, n as i32, n as i32, EPS],
+    )
+    .map_err(|e| e.to_string())?;
+    baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
+    check("y", n, y_lnc, y_rust, 1e-4, 1e-4)?;
+    check("mean", n, &mean_l, &mean_r, 1e-5, 1e-5)?;
+    check("rstd", n, &rstd_l, &rstd_r, 1e-5, 1e-4)?;
+
+    let (mut tl, mut tr, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..ctx.warmup + ctx.reps {
+        let a = run_lnc(y_lnc, &mut mean_l, &mut rstd_l)?;
+        let t = Instant::now();
+        baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
+        let r = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        baseline::copy(x, y_rust, n);
+        let c = t.elapsed().as_secs_f64();
+        if rep >= ctx.warmup {
+            tl.push(a);
+            tr.push(r);
+            tc.push(c);
+        }
+    }
+    Ok(Row { n, compile, lnc: Times::of(tl), rust: Times::of(tr), copy: Times::of(tc), dwdb: None })
+}
+
+/// Backward at row length `n` (dx kernel + dwdb kernel, the tutorial's host flow), checked
+/// once against the baseline, then timed interleaved with it. The locks are zeroed before
+/// every lnc run, outside the timed region.
+fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<Row> {
+    let mn = M * n;
+    let (x, dy) = (&buf.x[..mn], &buf.dy[..mn]);
+    let (dx_lnc, dx_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
+    let w = rand_uniform(n, 1);
+    let b = rand_uniform(n, 2);
+    // mean and rstd from the forward pass (the baseline's; lnc's match them, checked).
+    let (mut mean, mut rstd) = (touched(M), touched(M));
+    baseline::forward(x, &w, &b, dx_rust, &mut mean, &mut rstd, EPS);
+
+    let group = group_size_m(n);
+    let (k_dx, c_dx) = kernel(ctx, BWD_DX, &dx_signature(n))?;
+    let (k_dwdb, c_dwdb) = kernel(ctx, BWD_DWDB, DWDB_SIGNATURE)?;
+    let compile = add_times(c_dx, c_dwdb);
+    let mut locks = vec![0i32; 2 * group];
+    let (mut pdw, mut pdb) = (touched(group * n), touched(group * n));
+    let (mut dw_l, mut db_l, mut dw_r, mut db_r) = (touched(n), touched(n), touched(n), touched(n));
+    let dwdb_grid = n.div_ceil(128) as u32;
+
+    // One lnc backward: (total, dwdb alone).
+    let mut run_lnc =
+        |dx: &mut [f32], dw: &mut [f32], db: &mut [f32], unchecked: bool| -> Result<(f64, f64)> {
+            locks.fill(0);
+            let t = Instant::now();
+            launch(
+                &k_dx,
+                M as u32,
+                &lnc::args![
+                    dx, dy, &mut pdw, &mut pdb, x, &w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, EPS
+                ],
+                unchecked,
+            )?;
+            let t1 = Instant::now();
+            launch(&k_dwdb, dwdb_grid, &lnc::args![&pdw, &pdb, dw, db, group as i32, n as i32], unchecked)?;
+            let end = Instant::now();
+            Ok(((end - t).as_secs_f64(), (end - t1).as_secs_f64()))
+        };
+    dx_lnc.fill(f32::NAN);
+    run_lnc(dx_lnc, &mut dw_l, &mut db_l, false)?;
+    baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
+    check("dx", n, dx_lnc, dx_rust, 1e-5, 1e-4)?;
+    check("dw", n, &dw_l, &dw_r, 2e-3, 1e-4)?;
+    check("db", n, &db_l, &db_r, 2e-3, 1e-4)?;
+
+    let (mut tl, mut td, mut tr) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..ctx.warmup + ctx.reps {
+        let (a, d) = run_lnc(dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
+        let t = Instant::now();
+        baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
+        let r = t.elapsed().as_secs_f64();
+        if rep >= ctx.warmup {
+            tl.push(a);
+            td.push(d);
+            tr.push(r);
+        }
+    }
+    Ok(Row { n, compile, lnc: Times::of(tl), rust: Times::of(tr), copy, dwdb: Some(Times::of(td)) })
+}
+
+/// Forward and backward rows for every size, on the current rayon pool.
+fn sweep(ctx: &Ctx<'_>, buf: &mut Buffers, sizes: &[usize]) -> Result<(Vec<Row>, Vec<Row>)> {
+    let (mut fwd, mut bwd) = (Vec::new(), Vec::new());
+    for &n in sizes {
+        let f = forward(ctx, buf, n)?;
+        let b = backward(ctx, buf, n, f.copy)?;
+        fwd.push(f);
+        bwd.push(b);
+    }
+    Ok((fwd, bwd))
+}
+
+fn print_table(title: &str, rows: &[Row], factor: f64) {
+    println!("\n{title}");
+    let dwdb = rows.iter().any(|r| r.dwdb.is_some());
+    println!(
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>8} | {:>8} | {:>9} | {:>9}{}",
+        "N",
+        "lnc GB/s",
+        "rust GB/s",
+        "copy GB/s",
+        "lnc/rust",
+        "lnc/copy",
+        "lnc ms",
+        "compile",
+        if dwdb { " | dwdb share" } else { "" }
+    );
+    for r in rows {
+        let bytes = factor * (M * r.n * 4) as f64;
+        let (l, lb) = r.lnc.gbps(bytes);
+        let (b, bb) = r.rust.gbps(bytes);
+        let (c, cb) = r.copy.gbps(2.0 * (M * r.n * 4) as f64);
+        let share =
+            r.dwdb.map(|d| format!(" | {:>10.1}%", 100.0 * d.median / r.lnc.median)).unwrap_or_default();
+        println!(
+            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>7.2}x | {:>7.0}% | {:>9.3} | {:>9}{share}",
+            r.n,
+            l,
+            lb,
+            b,
+            bb,
+            c,
+            cb,
+            l / b,
+            100.0 * l / c,
+            r.lnc.median * 1e3,
+            r.compile.map_or_else(|| "cached".to_string(), |c| format!("{:.1} ms", c * 1e3)),
+        );
+    }
+}
+
+/// Cold compile of one kernel: a fresh `Jit` every time (no cache), source text to callable.
+fn cold_compile(source: &str, kernel: &str, signature: &str, reps: usize) -> Result<()> {
+    let mut wall = Vec::new();
+    let mut parts: [Vec<f64>; 4] = Default::default();
+    for _ in 0..reps + 2 {
+        let t = Instant::now();
+        let jit = Jit::new();
+        let k = jit
+            .module("triton_05_layer_norm.py", source)
+            .and_then(|m| m.kernel(kernel, signature))
+            .map_err(|e| e.to_string())?;
+        wall.push(t.elapsed().as_secs_f64());
+        let tm = k.timings();
+        for (p, d) in parts.iter_mut().zip([tm.front, tm.opt, tm.tile, tm.codegen]) {
+            p.push(d.as_secs_f64());
+        }
+    }
+    let first = wall[0];
+    // The first two runs are warm-up (the very first one also pays for first-use paging of
+    // the compiler's own code); they are reported separately.
+    let w = Times::of(wall.split_off(2));
+    let med: Vec<f64> = parts.into_iter().map(|mut p| Times::of(p.split_off(2)).median * 1e3).collect();
+    println!(
+        "{kernel:<26} | {:>8.2} | {:>8.2} | {:>8.2} | {:>5.2} {:>5.2} {:>5.2} {:>7.2} | {signature}",
+        w.median * 1e3,
+        w.best * 1e3,
+        first * 1e3,
+        med[0],
+        med[1],
+        med[2],
+        med[3],
+    );
+    Ok(())
+}
+
+/// Launch overhead of a warm 1-program grid of a trivial kernel: median over batches.
+fn launch_overhead(unchecked: bool) -> Result<()> {
+    const BATCH: usize = 100;
+    const BATCHES: usize = 200;
+    let module = Jit::new().module("trivial.py", TRIVIAL).map_err(|e| e.to_string())?;
+    let k = module.kernel("_trivial", "*fp32").map_err(|e| e.to_string())?;
+    let mut out = vec![0.0f32; 1];
+    let mut per = Vec::with_capacity(BATCHES);
+    for b in 0..BATCHES + 10 {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            launch(&k, 1, &lnc::args![&mut out], unchecked)?;
+        }
+        if b >= 10 {
+            per.push(t.elapsed().as_secs_f64() / BATCH as f64);
+        }
+    }
+    if out[0] != 1.0 {
+        return Err(format!("the trivial kernel wrote {} instead of 1", out[0]));
+    }
+    let t = Times::of(per);
+    println!(
+        "\nlaunch overhead, warm 1-program grid of a trivial kernel (store one value){}: median {:.2} µs, best {:.2} µs ({BATCHES} batches of {BATCH} launches)",
+        if unchecked { ", unchecked" } else { "" },
+        t.median * 1e6,
+        t.best * 1e6
+    );
+    Ok(())
+}
+
+fn kernels_path(opts: &Opts) -> PathBuf {
+    if let Some(p) = &opts.kernels {
+        return p.clone();
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let seed = root.join("../shared/seeds/triton_05_layer_norm.py");
+    if seed.exists() { seed } else { root.join("examples/kernels/layer_norm.py") }
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Opts::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(opts: Opts) -> Result<()> {
+    let started = Instant::now();
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = opts.threads.unwrap_or(machine).max(1);
+    let sizes: Vec<usize> = match &opts.sizes {
+        Some(s) => s.clone(),
+        None if opts.quick => QUICK_SIZES.to_vec(),
+        None => SIZES.to_vec(),
+    };
+    if sizes.iter().any(|&n| n == 0 || n > 16384) {
+        return Err("--sizes: every N must be in 1..=16384 (the seed's BLOCK_SIZE limit for fp32)".into());
+    }
+    let reps = opts.reps.unwrap_or(if opts.quick { 10 } else { 30 }).max(1);
+    let warmup = if opts.quick { 2 } else { 3 };
+    let path = kernels_path(&opts);
+    let source =
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+
+    println!("lnc layer-norm benchmark (fp32, M = {M})");
+    println!(
+        "machine: {} hardware threads{}; pool: {threads} thread{}; {} launches",
+        machine,
+        cpu_model().map(|m| format!(" ({m})")).unwrap_or_default(),
+        if threads == 1 { "" } else { "s" },
+        if opts.unchecked { "unchecked" } else { "bounds-checked" }
+    );
+    println!("kernels: {}", path.display());
+    println!(
+        "protocol: {warmup} warm-up + {reps} timed repetitions, interleaved (lnc, rust, copy); median (best)"
+    );
+
+    // Compile time and launch overhead first, before the big buffers exist.
+    let compile_reps = 20;
+    println!(
+        "\ncold compile, source text to callable, fresh Jit each time (ms; median and best of {compile_reps}, first = first in process)"
+    );
+    println!(
+        "{:<26} | {:>8} | {:>8} | {:>8} | {:>5} {:>5} {:>5} {:>7} | signature",
+        "kernel", "median", "best", "first", "front", "opt", "tile", "codegen"
+    );
+    cold_compile(&source, FWD, &fwd_signature(1024), compile_reps)?;
+    cold_compile(&source, BWD_DX, &dx_signature(1024), compile_reps)?;
+    cold_compile(&source, BWD_DWDB, DWDB_SIGNATURE, compile_reps)?;
+    launch_overhead(opts.unchecked)?;
+
+    let max_n = *sizes.iter().max().expect("at least one size");
+    let t = Instant::now();
+    let mut buf = Buffers {
+        x: randn(M * max_n, -2.3, 0.5, 3),
+        dy: randn(M * max_n, 0.0, 0.1, 4),
+        out_lnc: touched(M * max_n),
+        out_rust: touched(M * max_n),
+    };
+    println!(
+        "\ninputs: x = -2.3 + 0.5·randn, dy = 0.1·randn, w, b = rand; {:.0} MiB allocated and touched in {:.1} s",
+        4.0 * (buf.x.len() * 4) as f64 / (1 << 20) as f64,
+        t.elapsed().as_secs_f64()
+    );
+
+    // lnc launches from inside the pool (`install`): a `Jit` without a pool of its own runs
+    // on the current one, so lnc and the baselines share the same threads. A fresh `Jit`
+    // per sweep, so that each sweep's compile column shows first compiles.
+    let measure = |threads: usize, buf: &mut Buffers| -> Result<(Vec<Row>, Vec<Row>)> {
+        pool(threads)?.install(|| {
+            let module =
+                Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string())?;
+            let ctx = Ctx {
+                module: &module,
+                compiled: RefCell::default(),
+                reps,
+                warmup,
+                unchecked: opts.unchecked,
+                chunks: 4 * threads,
+            };
+            sweep(&ctx, buf, &sizes)
+        })
+    };
+
+    let (fwd, bwd) = measure(threads, &mut buf)?;
+    let tag = format!("{threads} thread{}", if threads == 1 { "" } else { "s" });
+    print_table(
+        &format!("forward, {tag}: GB/s = 2·M·N·4 / t, median (best); copy = parallel copy of x into y"),
+        &fwd,
+        2.0,
+    );
+    print_table(
+        &format!("backward (dx kernel + dwdb kernel), {tag}: GB/s = 3·M·N·4 / t, median (best)"),
+        &bwd,
+        3.0,
+    );
+
+    if opts.scaling {
+        let (fwd1, bwd1) = measure(1, &mut buf)?;
+        print_table("forward, 1 thread", &fwd1, 2.0);
+        print_table("backward, 1 thread", &bwd1, 3.0);
+        println!("\n1 → {threads} threads speedup (ratio of median times); lnc/copy at {threads} threads");
+        println!(
+            "{:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>12}",
+            "N", "lnc fwd", "rust fwd", "copy", "lnc bwd", "rust bwd", "lnc/copy fwd"
+        );
+        for (((f1, fp), b1), bp) in fwd1.iter().zip(&fwd).zip(&bwd1).zip(&bwd) {
+            println!(
+                "{:>6} | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>11.0}%",
+                f1.n,
+                f1.lnc.median / fp.lnc.median,
+                f1.rust.median / fp.rust.median,
+                f1.copy.median / fp.copy.median,
+                b1.lnc.median / bp.lnc.median,
+                b1.rust.median / bp.rust.median,
+                100.0 * fp.copy.median / fp.lnc.median,
+            );
+        }
+    }
+    println!("\ntotal {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}

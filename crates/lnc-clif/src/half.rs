@@ -1,0 +1,567 @@
+//! `fp16` and `bf16`: 16-bit storage, `fp32` computation.
+//!
+//! Cranelift has no half-precision arithmetic, so a half value lives in an `f32` (a
+//! scalar, or a lane of an `f32x4` part: a half tile has the layout of an `fp32` tile)
+//! holding exactly a value of its dtype. Loads convert the 16 stored bits to that `f32`,
+//! stores convert back (exactly, the value being on the dtype's grid), and every
+//! operation that can leave the grid — arithmetic, math functions, casts into the dtype —
+//! computes in `f32` and rounds the result to the dtype, as the reference interpreter
+//! does. Rounding produces the bit pattern first: a store of the rounded value reuses it
+//! (`FunctionCx::half_bits`), so `y.to(tl.float16)` then a store converts once. Scratch
+//! buffers hold half blocks as `f32` (see `lnc_lir::Scratch::elem_bytes`).
+//!
+//! The conversions are integer bit manipulation on `i32` lanes, the same instruction
+//! sequence for a scalar and for an `i32x4`, so tiles convert four lanes at a time
+//! (x86-64 has F16C, but Cranelift does not expose it). They are bit-exact with the
+//! `half` crate: round to nearest even, denormals kept, overflow to infinity, NaN kept
+//! with its sign and high payload bits and quieted.
+//!
+//! - `fp16 → fp32`: the exponent and mantissa bits shifted into place and multiplied by
+//!   2¹¹² (exact: it rebiases the exponent and normalizes subnormals); infinities and NaNs
+//!   get the all-ones exponent.
+//! - `fp32 → fp16`: normal results add the rounding bias (`0xFFF` plus the kept lsb, ties
+//!   to even) below the kept bits and shift; magnitudes below 2⁻¹⁴ are rounded by the FPU
+//!   itself, adding `0.5` so that the sum's ulp is 2⁻²⁴, the subnormal quantum.
+//! - `bf16 → fp32` is a 16-bit shift; `fp32 → bf16` is `(bits + 0x7FFF + lsb) >> 16`.
+//! - `fp64 → half` rounds once: to `f32` rounding to odd (the FPU's nearest, moved one
+//!   ulp toward the exact value when it was inexact and even), then to the dtype — exact
+//!   since `f32` keeps more than two extra bits. Integers go to `f32` rounding to odd too.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, MemFlagsData, Type, Value, types};
+use cranelift_frontend::FunctionBuilder;
+use lnc_lir::{self as lir, AtomicOp, Const, DType, Ty};
+
+use crate::base::{FunctionCx, block_args, data_flags};
+use crate::value::{self, CVal, Tile};
+use crate::{CodegenError, num};
+
+/// True for the dtypes stored in 16 bits and computed in `f32`.
+pub(crate) fn is_half(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16)
+}
+
+/// Lanes of a half tile's vector part: an `f32x4`.
+pub(crate) const PER: u8 = 4;
+
+/// An `i32` constant of type `ty` (`i32` or `i32x4`, splatted).
+fn k(bcx: &mut FunctionBuilder, ty: Type, v: u32) -> Value {
+    let s = bcx.ins().iconst(types::I32, v as i64);
+    if ty.is_vector() { bcx.ins().splat(ty, s) } else { s }
+}
+
+/// An `f32` constant of type `ty` (`f32` or `f32x4`, splatted).
+fn fk(bcx: &mut FunctionBuilder, ty: Type, v: f32) -> Value {
+    let s = bcx.ins().f32const(v);
+    if ty.is_vector() { bcx.ins().splat(ty, s) } else { s }
+}
+
+/// `c ? a : b`, lanewise for vectors (`c` a lane mask from `icmp`).
+fn sel(bcx: &mut FunctionBuilder, c: Value, a: Value, b: Value) -> Value {
+    if bcx.func.dfg.value_type(a).is_vector() {
+        bcx.ins().bitselect(c, a, b)
+    } else {
+        bcx.ins().select(c, a, b)
+    }
+}
+
+fn flags_for(ty: Type) -> MemFlagsData {
+    if ty.is_vector() { value::bitcast_flags() } else { MemFlagsData::new() }
+}
+
+/// The bits of an `f32` or `f32x4` as `i32` lanes.
+fn as_int(bcx: &mut FunctionBuilder, x: Value) -> Value {
+    let ty = bcx.func.dfg.value_type(x);
+    let it = if ty.is_vector() { types::I32X4 } else { types::I32 };
+    bcx.ins().bitcast(it, flags_for(ty), x)
+}
+
+/// `i32` lanes as the `f32` lanes with those bits.
+fn as_float(bcx: &mut FunctionBuilder, u: Value) -> Value {
+    let ty = bcx.func.dfg.value_type(u);
+    let ft = if ty.is_vector() { types::F32X4 } else { types::F32 };
+    bcx.ins().bitcast(ft, flags_for(ty), u)
+}
+
+fn shr(bcx: &mut FunctionBuilder, x: Value, n: i64) -> Value {
+    let n = bcx.ins().iconst(types::I32, n);
+    bcx.ins().ushr(x, n)
+}
+
+fn shl(bcx: &mut FunctionBuilder, x: Value, n: i64) -> Value {
+    let n = bcx.ins().iconst(types::I32, n);
+    bcx.ins().ishl(x, n)
+}
+
+/// `a > b` as signed `i32` lanes (every operand here is non-negative).
+fn gt(bcx: &mut FunctionBuilder, a: Value, b: u32) -> Value {
+    let ty = bcx.func.dfg.value_type(a);
+    let b = k(bcx, ty, b);
+    bcx.ins().icmp(IntCC::SignedGreaterThan, a, b)
+}
+
+/// The 16-bit pattern of `d` nearest to the `f32` (or `f32x4`) `x`, in `i32` lanes.
+pub(crate) fn f32_to_bits(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Value {
+    let u = as_int(bcx, x);
+    let ty = bcx.func.dfg.value_type(u);
+    let m = k(bcx, ty, 0x7FFF_FFFF);
+    let a = bcx.ins().band(u, m);
+    let nan = gt(bcx, a, 0x7F80_0000);
+    if d == DType::BF16 {
+        let hi = shr(bcx, u, 16);
+        let one = k(bcx, ty, 1);
+        let lsb = bcx.ins().band(hi, one);
+        let bias = k(bcx, ty, 0x7FFF);
+        let r = bcx.ins().iadd(u, bias);
+        let r = bcx.ins().iadd(r, lsb);
+        let r = shr(bcx, r, 16);
+        let quiet = k(bcx, ty, 0x40);
+        let q = bcx.ins().bor(hi, quiet);
+        return sel(bcx, nan, q, r);
+    }
+    let sign = bcx.ins().bxor(u, a);
+    // Normal results: rebias (-112 << 23), add the rounding bias, shift; anything that
+    // rounds past the largest finite value saturates at infinity.
+    let kept = shr(bcx, a, 13);
+    let one = k(bcx, ty, 1);
+    let lsb = bcx.ins().band(kept, one);
+    let bias = k(bcx, ty, 0xC800_0FFF);
+    let n = bcx.ins().iadd(a, bias);
+    let n = bcx.ins().iadd(n, lsb);
+    let n = shr(bcx, n, 13);
+    let inf = k(bcx, ty, 0x7C00);
+    let n = bcx.ins().umin(n, inf);
+    // Below 2^-14: the FPU rounds `|x| + 0.5` to a multiple of 2^-24.
+    let ft = bcx.func.dfg.value_type(x);
+    let af = as_float(bcx, a);
+    let half = fk(bcx, ft, 0.5);
+    let sum = bcx.ins().fadd(af, half);
+    let sum = as_int(bcx, sum);
+    let magic = k(bcx, ty, 0x3F00_0000);
+    let s = bcx.ins().isub(sum, magic);
+    // NaN: quiet, the payload's high bits kept.
+    let pm = k(bcx, ty, 0x3FF);
+    let payload = bcx.ins().band(kept, pm);
+    let quiet = k(bcx, ty, 0x7E00);
+    let q = bcx.ins().bor(payload, quiet);
+    let min_normal = k(bcx, ty, 0x3880_0000);
+    let small = bcx.ins().icmp(IntCC::SignedLessThan, a, min_normal);
+    let r = sel(bcx, small, s, n);
+    let r = sel(bcx, nan, q, r);
+    let sign = shr(bcx, sign, 16);
+    bcx.ins().bor(r, sign)
+}
+
+/// `v` where the lanes of mask `c` are set, 0 elsewhere (`c` from `icmp`: a lane mask for
+/// vectors, an `i8` flag for scalars).
+fn mask_and(bcx: &mut FunctionBuilder, c: Value, v: Value) -> Value {
+    let ty = bcx.func.dfg.value_type(v);
+    if ty.is_vector() {
+        bcx.ins().band(c, v)
+    } else {
+        let zero = bcx.ins().iconst(ty, 0);
+        bcx.ins().select(c, v, zero)
+    }
+}
+
+/// The `f32` (or `f32x4`) value of 16-bit patterns of `d` held in `i32` lanes (upper
+/// bits zero).
+pub(crate) fn bits_to_f32(bcx: &mut FunctionBuilder, d: DType, h: Value) -> Value {
+    let ty = bcx.func.dfg.value_type(h);
+    if d == DType::BF16 {
+        let u = shl(bcx, h, 16);
+        let m = k(bcx, ty, 0x7FFF_FFFF);
+        let a = bcx.ins().band(u, m);
+        let nan = gt(bcx, a, 0x7F80_0000);
+        let quiet = k(bcx, ty, 0x0040_0000);
+        let q = mask_and(bcx, nan, quiet);
+        let r = bcx.ins().bor(u, q);
+        return as_float(bcx, r);
+    }
+    // Exponent and mantissa moved into place and scaled by 2^112 (rebiasing the exponent
+    // from 15 to 127): exact, and it normalizes subnormals. Infinities and NaNs get the
+    // all-ones exponent, NaNs the quiet bit.
+    let m = k(bcx, ty, 0x7FFF);
+    let em = bcx.ins().band(h, m);
+    let sign = bcx.ins().bxor(h, em);
+    let sign = shl(bcx, sign, 16);
+    let o = shl(bcx, em, 13);
+    let o = as_float(bcx, o);
+    let ft = bcx.func.dfg.value_type(o);
+    let scale = fk(bcx, ft, f32::from_bits((127 + 112) << 23));
+    let scaled = bcx.ins().fmul(o, scale);
+    let scaled = as_int(bcx, scaled);
+    let is_inf_nan = gt(bcx, em, 0x7BFF);
+    let all_ones = k(bcx, ty, 0x7F80_0000);
+    let exp = mask_and(bcx, is_inf_nan, all_ones);
+    let is_nan = gt(bcx, em, 0x7C00);
+    let quiet = k(bcx, ty, 0x0040_0000);
+    let quiet = mask_and(bcx, is_nan, quiet);
+    let r = bcx.ins().bor(scaled, exp);
+    let r = bcx.ins().bor(r, quiet);
+    let r = bcx.ins().bor(r, sign);
+    as_float(bcx, r)
+}
+
+/// `x` (`f32` or `f32x4`) rounded to the nearest value of `d`, still as `f32`.
+pub(crate) fn round(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Value {
+    if d == DType::BF16 {
+        // The two conversions fused: round at bit 16 and clear the low half.
+        let u = as_int(bcx, x);
+        let ty = bcx.func.dfg.value_type(u);
+        let m = k(bcx, ty, 0x7FFF_FFFF);
+        let a = bcx.ins().band(u, m);
+        let nan = gt(bcx, a, 0x7F80_0000);
+        let hi = shr(bcx, u, 16);
+        let one = k(bcx, ty, 1);
+        let lsb = bcx.ins().band(hi, one);
+        let bias = k(bcx, ty, 0x7FFF);
+        let r = bcx.ins().iadd(u, bias);
+        let r = bcx.ins().iadd(r, lsb);
+        let quiet = k(bcx, ty, 0x0040_0000);
+        let q = bcx.ins().bor(u, quiet);
+        let r = sel(bcx, nan, q, r);
+        let high = k(bcx, ty, 0xFFFF_0000);
+        let r = bcx.ins().band(r, high);
+        return as_float(bcx, r);
+    }
+    let bits = f32_to_bits(bcx, d, x);
+    bits_to_f32(bcx, d, bits)
+}
+
+/// `x` rounded to `d` when `d` is a half dtype, unchanged otherwise.
+pub(crate) fn round_if_half(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Value {
+    if is_half(d) { round(bcx, d, x) } else { x }
+}
+
+/// [`round_if_half`], remembering the rounded value's bit pattern for a later store:
+/// converting the result back would give the same bits (NaNs included, being quiet
+/// already), so a cast or an operation followed by a store converts once.
+pub(crate) fn round_value(fx: &mut FunctionCx, d: DType, x: Value) -> Value {
+    if !is_half(d) {
+        return x;
+    }
+    let bits = f32_to_bits(&mut fx.bcx, d, x);
+    let r = bits_to_f32(&mut fx.bcx, d, bits);
+    fx.half_bits.insert((r, d), bits);
+    r
+}
+
+/// The bit patterns of the half value `v`: the ones it was rounded to when known,
+/// converted otherwise.
+fn bits_of(fx: &mut FunctionCx, d: DType, v: Value) -> Value {
+    match fx.half_bits.get(&(v, d)) {
+        Some(&b) => b,
+        None => f32_to_bits(&mut fx.bcx, d, v),
+    }
+}
+
+/// The `f32` value one ulp from `r` (bits `rb`) toward `x`, when `r` is an inexact, even
+/// rounding of `x`: the result is `x` rounded to odd.
+fn to_odd(bcx: &mut FunctionBuilder, r: Value, exact: Value, back: Value, x: Value) -> Value {
+    let rb = as_int(bcx, r);
+    let one = bcx.ins().iconst(types::I32, 1);
+    let lsb = bcx.ins().band(rb, one);
+    let odd = bcx.ins().icmp_imm_u(IntCC::NotEqual, lsb, 0);
+    let keep = bcx.ins().bor(exact, odd);
+    let (ab, ax) = (bcx.ins().fabs(back), bcx.ins().fabs(x));
+    let above = bcx.ins().fcmp(FloatCC::GreaterThan, ab, ax);
+    let down = bcx.ins().isub(rb, one);
+    let up = bcx.ins().iadd(rb, one);
+    let adj = bcx.ins().select(above, down, up);
+    let rb = bcx.ins().select(keep, rb, adj);
+    as_float(bcx, rb)
+}
+
+/// An `f64` scalar rounded to `f32` to odd: rounding that to a half dtype rounds once.
+fn f64_to_odd(bcx: &mut FunctionBuilder, x: Value) -> Value {
+    let r = bcx.ins().fdemote(types::F32, x);
+    let back = bcx.ins().fpromote(types::F64, r);
+    // Exact, or NaN (kept as the FPU converted it).
+    let exact = bcx.ins().fcmp(FloatCC::UnorderedOrEqual, back, x);
+    to_odd(bcx, r, exact, back, x)
+}
+
+/// An integer scalar of dtype `s` rounded to `f32` to odd: rounding that to a half
+/// dtype rounds once.
+fn int_to_odd(bcx: &mut FunctionBuilder, s: DType, x: Value) -> Value {
+    let x = num::int_to_i64(bcx, s, x);
+    let (neg, m) = if s.is_signed() {
+        // |i64::MIN| wraps to itself, which read unsigned is the right magnitude.
+        (Some(bcx.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0)), bcx.ins().iabs(x))
+    } else {
+        (None, x)
+    };
+    // Keep the top 24 significant bits, the bits shifted out ORed into the lowest one:
+    // the magnitude rounded to odd, converted exactly.
+    let lz = bcx.ins().clz(m);
+    let forty = bcx.ins().iconst(types::I64, 40);
+    let sh = bcx.ins().isub(forty, lz);
+    let zero = bcx.ins().iconst(types::I64, 0);
+    let sh = bcx.ins().smax(sh, zero);
+    let one = bcx.ins().iconst(types::I64, 1);
+    let low = bcx.ins().ishl(one, sh);
+    let low = bcx.ins().isub(low, one);
+    let rest = bcx.ins().band(m, low);
+    let sticky = bcx.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
+    let sticky = bcx.ins().uextend(types::I64, sticky);
+    let kept = bcx.ins().ushr(m, sh);
+    let kept = bcx.ins().bor(kept, sticky);
+    let f = bcx.ins().fcvt_from_uint(types::F32, kept);
+    // Times 2^sh (at most 2^40): exact.
+    let e = bcx.ins().iadd_imm_s(sh, 127);
+    let e = bcx.ins().ireduce(types::I32, e);
+    let e = shl(bcx, e, 23);
+    let scale = as_float(bcx, e);
+    let f = bcx.ins().fmul(f, scale);
+    match neg {
+        Some(neg) => {
+            let n = bcx.ins().fneg(f);
+            bcx.ins().select(neg, n, f)
+        }
+        None => f,
+    }
+}
+
+/// The value of constant `c` of half dtype `d`, rounded once to `d`.
+pub(crate) fn const_value(d: DType, c: Const) -> f32 {
+    let x = match c {
+        Const::Float(x) => x,
+        Const::Int(i) => {
+            // Exact below 2^53; above, rounded to odd at 53 bits so that the rounding to
+            // `d` is still the only one that matters.
+            let m = i.unsigned_abs();
+            let sh = 11u32.saturating_sub(m.leading_zeros());
+            let kept = (m >> sh) | ((m & ((1u64 << sh) - 1) != 0) as u64);
+            let v = kept as f64 * 2f64.powi(sh as i32);
+            if i < 0 { -v } else { v }
+        }
+    };
+    d.round_float(x) as f32
+}
+
+/// A scalar argument of half dtype `d` from its raw slot (the bits in the low 16).
+pub(crate) fn from_arg(bcx: &mut FunctionBuilder, d: DType, raw: Value) -> Value {
+    let bits = bcx.ins().ireduce(types::I32, raw);
+    let bits = bcx.ins().band_imm_u(bits, 0xFFFF);
+    bits_to_f32(bcx, d, bits)
+}
+
+/// Loads one element of `d`.
+pub(crate) fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i32) -> Value {
+    let h = fx.bcx.ins().uload16(types::I32, data_flags(), addr, offset);
+    bits_to_f32(&mut fx.bcx, d, h)
+}
+
+/// Stores one element of `d`.
+pub(crate) fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value, offset: i32) {
+    let h = bits_of(fx, d, v);
+    fx.bcx.ins().istore16(data_flags(), h, addr, offset);
+}
+
+/// Loads `parts` vector parts (four consecutive elements each) at `addr`.
+pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Value) -> Vec<Value> {
+    (0..parts)
+        .map(|j| {
+            let h = fx.bcx.ins().uload16x4(data_flags(), addr, j as i32 * 8);
+            bits_to_f32(&mut fx.bcx, d, h)
+        })
+        .collect()
+}
+
+/// Stores vector parts (four lanes each) at `addr`, consecutive: two parts narrow into
+/// one 16-byte store, a last odd one into an 8-byte store.
+pub(crate) fn store_parts(fx: &mut FunctionCx, d: DType, parts: &[Value], addr: Value) {
+    let bits: Vec<Value> = parts.iter().map(|&p| bits_of(fx, d, p)).collect();
+    let bcx = &mut fx.bcx;
+    for (j, pair) in bits.chunks(2).enumerate() {
+        let offset = j as i32 * 16;
+        match *pair {
+            [a, b] => {
+                let v = bcx.ins().unarrow(a, b);
+                bcx.ins().store(data_flags(), v, addr, offset);
+            }
+            [a] => {
+                let v = bcx.ins().unarrow(a, a);
+                let q = bcx.ins().bitcast(types::I64X2, value::bitcast_flags(), v);
+                let lo = bcx.ins().extractlane(q, 0);
+                bcx.ins().store(data_flags(), lo, addr, offset);
+            }
+            _ => unreachable!("chunks of two"),
+        }
+    }
+}
+
+/// A read-modify-write atomic on a half element: exchange directly, arithmetic in a
+/// compare-and-swap loop on the 16-bit pattern (computed in `f32`, rounded to `d`).
+pub(crate) fn atomic_rmw(
+    bcx: &mut FunctionBuilder,
+    op: AtomicOp,
+    d: DType,
+    addr: Value,
+    v: Value,
+) -> Result<Value, CodegenError> {
+    let flags = MemFlagsData::new();
+    let narrow = |bcx: &mut FunctionBuilder, x: Value| {
+        let b = f32_to_bits(bcx, d, x);
+        bcx.ins().ireduce(types::I16, b)
+    };
+    let widen = |bcx: &mut FunctionBuilder, b: Value| {
+        let b = bcx.ins().uextend(types::I32, b);
+        bits_to_f32(bcx, d, b)
+    };
+    match op {
+        AtomicOp::Xchg => {
+            let bits = narrow(bcx, v);
+            let old = bcx.ins().atomic_rmw(types::I16, flags, AtomicRmwOp::Xchg, addr, bits);
+            Ok(widen(bcx, old))
+        }
+        AtomicOp::Add | AtomicOp::Max | AtomicOp::Min => {
+            let first = bcx.ins().atomic_load(types::I16, flags, addr);
+            let retry = bcx.create_block();
+            let expected = bcx.append_block_param(retry, types::I16);
+            let done = bcx.create_block();
+            let old = bcx.append_block_param(done, types::I16);
+            bcx.ins().jump(retry, &block_args(&[first]));
+            bcx.switch_to_block(retry);
+            let cur = widen(bcx, expected);
+            let new = match op {
+                AtomicOp::Add => bcx.ins().fadd(cur, v),
+                AtomicOp::Max => bcx.ins().fmax(cur, v),
+                _ => bcx.ins().fmin(cur, v),
+            };
+            let new_bits = narrow(bcx, new);
+            let seen = bcx.ins().atomic_cas(flags, addr, expected, new_bits);
+            let swapped = bcx.ins().icmp(IntCC::Equal, seen, expected);
+            bcx.ins().brif(swapped, done, &block_args(&[seen]), retry, &block_args(&[seen]));
+            bcx.switch_to_block(done);
+            Ok(widen(bcx, old))
+        }
+        AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+            Err(CodegenError::Unsupported(format!("atomic {op:?} on {d}")))
+        }
+    }
+}
+
+/// A compare-and-swap of a half element, comparing bit patterns.
+pub(crate) fn atomic_cas(bcx: &mut FunctionBuilder, d: DType, addr: Value, cmp: Value, v: Value) -> Value {
+    let cmp = f32_to_bits(bcx, d, cmp);
+    let cmp = bcx.ins().ireduce(types::I16, cmp);
+    let v = f32_to_bits(bcx, d, v);
+    let v = bcx.ins().ireduce(types::I16, v);
+    let old = bcx.ins().atomic_cas(MemFlagsData::new(), addr, cmp, v);
+    let old = bcx.ins().uextend(types::I32, old);
+    bits_to_f32(bcx, d, old)
+}
+
+/// True when `s -> d` (one of them a half dtype) converts whole `f32x4`/`i32x4` parts.
+fn cast_vectorizes(s: DType, d: DType) -> bool {
+    let f = |t: DType| is_half(t) || t == DType::F32;
+    (f(s) && f(d)) || (s == DType::I32 && d == DType::F16) || (is_half(s) && d == DType::I32)
+}
+
+/// Converts one 4-lane part (see [`cast_vectorizes`]).
+fn cast_part(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Value {
+    match (s, d) {
+        (DType::I32, _) => {
+            // Exact below 2^24, and anything above rounds to infinity in fp16.
+            let f = fx.bcx.ins().fcvt_from_sint(types::F32X4, x);
+            round_value(fx, d, f)
+        }
+        (_, DType::I32) => fx.bcx.ins().fcvt_to_sint_sat(types::I32X4, x),
+        (_, DType::F32) => x,
+        _ => round_value(fx, d, x),
+    }
+}
+
+/// Converts one scalar from `s` to `d`, one of them a half dtype.
+fn cast_scalar(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Value, CodegenError> {
+    Ok(match (s, d) {
+        // The value is exact in f32.
+        (_, DType::F32) if is_half(s) => x,
+        (_, DType::F64) => fx.bcx.ins().fpromote(types::F64, x),
+        (DType::F64, _) => {
+            let odd = f64_to_odd(&mut fx.bcx, x);
+            round_value(fx, d, odd)
+        }
+        _ if s == DType::F32 || (is_half(s) && is_half(d)) => round_value(fx, d, x),
+        _ if s.is_int() => {
+            let odd = int_to_odd(&mut fx.bcx, s, x);
+            round_value(fx, d, odd)
+        }
+        // Half to an integer: as from the f32 holding the same value.
+        _ => num::emit_cast(fx, DType::F32, d, x)?,
+    })
+}
+
+/// `cast` when the source or the result is a half dtype.
+pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let s = fx.f.ty(a).dtype();
+    let d = ty.dtype();
+    let Ty::Tile(_, lanes) = ty else {
+        let x = fx.scalar(a)?;
+        return Ok(CVal::Scalar(cast_scalar(fx, s, d, x)?));
+    };
+    if lanes >= PER && cast_vectorizes(s, d) {
+        return num::lanewise(fx, Ty::Tile(s, lanes), |_| PER, &[a], |fx, v| Ok(cast_part(fx, s, d, v[0])));
+    }
+    let t = fx.tile(a, lanes)?;
+    let src = value::lanes(&mut fx.bcx, s, &t);
+    let mut out = Vec::with_capacity(src.len());
+    for l in src {
+        out.push(cast_scalar(fx, s, d, l)?);
+    }
+    let per = value::canonical_per(d, lanes)?;
+    Ok(CVal::Tile(value::from_lanes(&mut fx.bcx, d, per, &out)?))
+}
+
+/// The 16-bit pattern of a scalar of `d` (half, or a 16-bit integer) in an `i32`.
+fn scalar_bits(fx: &mut FunctionCx, d: DType, x: Value) -> Value {
+    if is_half(d) { bits_of(fx, d, x) } else { fx.bcx.ins().uextend(types::I32, x) }
+}
+
+/// A scalar of `d` from its 16-bit pattern in an `i32`.
+fn scalar_from_bits(fx: &mut FunctionCx, d: DType, b: Value) -> Value {
+    if is_half(d) { bits_to_f32(&mut fx.bcx, d, b) } else { fx.bcx.ins().ireduce(types::I16, b) }
+}
+
+/// `bitcast` between 16-bit dtypes, one of them half: through the bit pattern. Whole
+/// vectors when both sides are (`i16x8` parts widen into two `f32x4`, two narrow into
+/// one), lane by lane otherwise.
+pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+    let s = fx.f.ty(a).dtype();
+    let d = ty.dtype();
+    if s.size() != 2 || d.size() != 2 {
+        return Err(CodegenError::InvalidIr(format!("bitcast from {s} to {d}")));
+    }
+    let Ty::Tile(_, lanes) = ty else {
+        let x = fx.scalar(a)?;
+        let b = scalar_bits(fx, s, x);
+        return Ok(CVal::Scalar(scalar_from_bits(fx, d, b)));
+    };
+    let (ps, pd) = (value::canonical_per(s, lanes)?, value::canonical_per(d, lanes)?);
+    let t = fx.tile(a, lanes)?;
+    let t = value::rechunk(&mut fx.bcx, s, &t, ps)?;
+    // The bit patterns as i32x4 parts, when the source is in vectors.
+    let bits: Option<Vec<Value>> = match ps {
+        1 => None,
+        PER if is_half(s) => Some(t.parts.iter().map(|&p| bits_of(fx, s, p)).collect()),
+        _ => Some(
+            t.parts.iter().flat_map(|&p| [fx.bcx.ins().uwiden_low(p), fx.bcx.ins().uwiden_high(p)]).collect(),
+        ),
+    };
+    let parts = match (bits, pd) {
+        (Some(bits), PER) if is_half(d) => bits.iter().map(|&b| bits_to_f32(&mut fx.bcx, d, b)).collect(),
+        (Some(bits), 8) => bits.chunks(2).map(|c| fx.bcx.ins().unarrow(c[0], c[1])).collect(),
+        _ => {
+            let src = value::lanes(&mut fx.bcx, s, &t);
+            let mut out = Vec::with_capacity(src.len());
+            for x in src {
+                let b = scalar_bits(fx, s, x);
+                out.push(scalar_from_bits(fx, d, b));
+            }
+            return Ok(CVal::Tile(value::from_lanes(&mut fx.bcx, d, pd, &out)?));
+        }
+    };
+    Ok(CVal::Tile(Tile { per: pd, parts }))
+}

@@ -1,0 +1,430 @@
+//! Masks to loop bounds: a tile loop whose masks test `base + iv + lane < n` (the
+//! seeds' `cols < N`, also inside `&` with other conditions) is split in two.
+//!
+//! ```text
+//! for iv = 0 to E step L iter(a) { … mask P … }
+//! =>
+//! nb   = min(max(n - base, 0), E)          ; in i64, so nothing wraps
+//! full = nb & -L
+//! a1   = for iv = 0 to full step L iter(a) { … P replaced by true: no masks … }
+//! a2   = for iv = full to TUB step L iter(a1) { … mask P … }    ; the tail
+//! ```
+//!
+//! Every tile of the first loop has all lanes of `P` true, so its loads and stores lose
+//! their mask, `select(P, x, y)` is `x` and `P & q` is `q`. The tail loop is the original
+//! loop from `full` on. It stops at `TUB = (nb + L - 1) & -L` (at most one tile) when the
+//! tiles past `n` are proved to do nothing: every lane of `P` is false there, so masked
+//! loads give their `other`, masked stores do nothing, each reduction adds the neutral
+//! element (`tl.load(..., other=0)` summed), and the scratch it writes is read only at
+//! positions below `n` (by loops dropping the same tiles). Otherwise `TUB = E` and
+//! those tiles run with their masks, as before.
+
+use std::collections::{HashMap, HashSet};
+
+use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, Value};
+
+use crate::rewrite::{
+    Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, konst, parents,
+    walk_nested,
+};
+
+/// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    n: Value,
+    base: Option<Value>,
+    extent: i64,
+    step: i64,
+}
+
+struct Cand {
+    inst: Inst,
+    key: Key,
+    droppable: bool,
+    /// Scratch slots written by the loop's body.
+    writes: Vec<u32>,
+}
+
+/// Splits every loop with a bound predicate into a steady state and a tail.
+pub(crate) fn run(f: &mut Function) {
+    let top: HashSet<Value> = f.body.insts.iter().flat_map(|&i| f.insts[i].results.clone()).collect();
+    let mut cands = Vec::new();
+    let mut order = Vec::new();
+    post_order(f, &f.body.insts.clone(), &mut order);
+    for l in order {
+        if let Some((key, pset)) = candidate(f, l) {
+            let at_top = top.contains(&key.n) && key.base.is_none_or(|b| top.contains(&b));
+            let writes = local_drop(f, l, &pset);
+            let droppable = writes.as_ref().is_some_and(|w| w.is_empty() || at_top);
+            cands.push(Cand { inst: l, key, droppable, writes: writes.unwrap_or_default() });
+        }
+    }
+    // Scratch reads: the innermost candidate around each, when its index is `iv + t`.
+    let mut reads: Vec<(u32, Option<usize>)> = Vec::new();
+    collect_reads(f, &f.body.insts.clone(), &cands, None, &mut reads);
+    // Greatest fixpoint: a loop drops its tiles past `n` only if every read of the scratch
+    // it writes is in a loop dropping the same tiles.
+    loop {
+        let mut changed = false;
+        for c in 0..cands.len() {
+            if !cands[c].droppable {
+                continue;
+            }
+            let ok = cands[c].writes.iter().all(|s| {
+                reads
+                    .iter()
+                    .filter(|(slot, _)| slot == s)
+                    .all(|&(_, r)| r.is_some_and(|r| cands[r].droppable && cands[r].key == cands[c].key))
+            });
+            if !ok {
+                cands[c].droppable = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let parent = parents(f);
+    for c in &cands {
+        split(f, c, parent[&c.inst]);
+    }
+}
+
+fn post_order(f: &Function, insts: &[Inst], out: &mut Vec<Inst>) {
+    for &i in insts {
+        for r in &f.insts[i].regions {
+            post_order(f, &r.insts, out);
+        }
+        if f.insts[i].opcode == Opcode::For {
+            out.push(i);
+        }
+    }
+}
+
+/// A `for iv = 0 to E step L` whose body tests a bound predicate: its key and the
+/// predicate's values.
+fn candidate(f: &Function, l: Inst) -> Option<(Key, HashSet<Value>)> {
+    let d = &f.insts[l];
+    if d.opcode != Opcode::For || int_of(f, d.args[0]) != Some(0) {
+        return None;
+    }
+    let (extent, step) = (int_of(f, d.args[1])?, int_of(f, d.args[2])?);
+    if extent <= 0 || step <= 0 || extent % step != 0 || step > 64 {
+        return None;
+    }
+    let iv = d.regions[0].args[0];
+    let inside = defined_inside(f, l);
+    let mut key = None;
+    let mut pset = HashSet::new();
+    walk_nested(f, l, &mut |j| {
+        if let Some(k) = match_bound(f, j, iv, &inside, extent, step)
+            && *key.get_or_insert(k) == k
+        {
+            pset.insert(f.insts[j].results[0]);
+        }
+    });
+    key.map(|k| (k, pset))
+}
+
+/// `iota(s) < splat(n)` (or `s < n` for scalar loops) with `s = iv` or `iv + base`, `n`
+/// and `base` defined outside the loop, signed integers.
+fn match_bound(
+    f: &Function,
+    j: Inst,
+    iv: Value,
+    inside: &HashSet<Value>,
+    extent: i64,
+    step: i64,
+) -> Option<Key> {
+    let d = &f.insts[j];
+    let (a, b) = match d.opcode {
+        Opcode::Cmp(CmpOp::Lt) => (d.args[0], d.args[1]),
+        Opcode::Cmp(CmpOp::Gt) => (d.args[1], d.args[0]),
+        _ => return None,
+    };
+    let dt = f.ty(a).dtype();
+    if !matches!(dt, DType::I32 | DType::I64) {
+        return None;
+    }
+    let (s, n) = if step > 1 {
+        let (ia, ib) = (def(f, a)?, def(f, b)?);
+        if f.ty(a) != Ty::Tile(dt, step as u8)
+            || f.insts[ia].opcode != Opcode::Iota
+            || f.insts[ib].opcode != Opcode::Splat
+        {
+            return None;
+        }
+        (f.insts[ia].args[0], f.insts[ib].args[0])
+    } else {
+        if f.ty(a).is_tile() {
+            return None;
+        }
+        (a, b)
+    };
+    if inside.contains(&n) || f.ty(iv).dtype() != dt {
+        return None;
+    }
+    let base = if s == iv {
+        None
+    } else {
+        let sd = &f.insts[def(f, s)?];
+        if sd.opcode != Opcode::Binary(BinOp::Add) {
+            return None;
+        }
+        let (x, y) = (sd.args[0], sd.args[1]);
+        let other = if x == iv {
+            y
+        } else if y == iv {
+            x
+        } else {
+            return None;
+        };
+        if inside.contains(&other) {
+            return None;
+        }
+        Some(other)
+    };
+    Some(Key { n, base, extent, step })
+}
+
+/// An abstract lane value of the tiles past `n`: a known constant or anything.
+type Abs = Option<Const>;
+
+/// Whether the tiles of `l` past `n` do nothing; then the scratch slots they write.
+fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> {
+    let body = &f.insts[l].regions[0];
+    let iv = body.args[0];
+    let step = int_of(f, f.insts[l].args[2])?;
+    let deps = dependents(f, l, iv);
+    let mut env: HashMap<Value, Abs> = HashMap::new();
+    let abs = |env: &HashMap<Value, Abs>, v: Value| -> Abs {
+        if pset.contains(&v) {
+            return Some(Const::Int(0));
+        }
+        match env.get(&v) {
+            Some(a) => *a,
+            None => const_of(f, v),
+        }
+    };
+    let is_false = |a: Abs| a == Some(Const::Int(0));
+    let mut writes = Vec::new();
+    for &j in &body.insts {
+        let d = &f.insts[j];
+        let a = |k: usize| abs(&env, d.args[k]);
+        let r: Abs = match d.opcode {
+            Opcode::Const(c) => Some(c),
+            Opcode::Splat => a(0),
+            Opcode::Binary(op) => fold(op, f.ty(d.args[0]).dtype(), a(0), a(1)),
+            Opcode::Select if is_false(a(0)) => a(2),
+            Opcode::Select if a(0) == Some(Const::Int(1)) => a(1),
+            Opcode::Load { has_mask: true, has_other, .. } if is_false(a(2)) => {
+                if has_other {
+                    a(3)
+                } else if f.ty(d.results[0]).dtype().is_float() {
+                    Some(Const::Float(0.0))
+                } else {
+                    Some(Const::Int(0))
+                }
+            }
+            Opcode::Store { has_mask: true, .. } if is_false(a(3)) => continue,
+            Opcode::Atomic { has_mask: true, .. } if is_false(a(3)) => None,
+            Opcode::ScratchStore(slot) => {
+                if !iv_based(f, d.args[0], iv, &deps) || f.ty(d.args[1]).lanes() as i64 != step {
+                    return None;
+                }
+                writes.push(slot);
+                continue;
+            }
+            Opcode::For if pure_loop(f, j) => None,
+            Opcode::Yield => {
+                for (k, &y) in d.args.iter().enumerate() {
+                    let acc = body.args[k + 1];
+                    if y != acc && !neutral_step(f, y, acc, &|v| abs(&env, v)) {
+                        return None;
+                    }
+                }
+                continue;
+            }
+            op if op.is_pure() => None,
+            _ => return None,
+        };
+        for &res in &d.results {
+            env.insert(res, r);
+        }
+    }
+    Some(writes)
+}
+
+/// `y = acc ⊕ x` with `x` the neutral element of `⊕` on every lane.
+fn neutral_step(f: &Function, y: Value, acc: Value, abs: &dyn Fn(Value) -> Abs) -> bool {
+    let Some(i) = def(f, y) else { return false };
+    let d = &f.insts[i];
+    let op = match d.opcode {
+        Opcode::Binary(BinOp::Add) => ReduceOp::Sum,
+        Opcode::Binary(BinOp::Max) => ReduceOp::Max,
+        Opcode::Binary(BinOp::Min) => ReduceOp::Min,
+        _ => return false,
+    };
+    let x = match (d.args[0] == acc, d.args[1] == acc) {
+        (true, _) => d.args[1],
+        (_, true) => d.args[0],
+        _ => return false,
+    };
+    let dt = f.ty(y).dtype();
+    match (abs(x), crate::emit::neutral(op, dt)) {
+        // `+0.0` and `-0.0` leave a sum unchanged (up to the sign of a zero sum).
+        (Some(Const::Float(a)), Const::Float(b)) => a == b,
+        (Some(Const::Int(a)), Const::Int(b)) => dt.wrap_int(a) == dt.wrap_int(b),
+        _ => false,
+    }
+}
+
+/// Constant folding of the lanes past `n`.
+fn fold(op: BinOp, d: DType, a: Abs, b: Abs) -> Abs {
+    match (a, b) {
+        (Some(Const::Int(0)), _) | (_, Some(Const::Int(0))) if op == BinOp::And && d.is_int() => {
+            Some(Const::Int(0))
+        }
+        (Some(Const::Int(x)), Some(Const::Int(y))) if d.is_int() => {
+            let r = match op {
+                BinOp::Add => x.wrapping_add(y),
+                BinOp::Sub => x.wrapping_sub(y),
+                BinOp::Mul => x.wrapping_mul(y),
+                BinOp::And => x & y,
+                BinOp::Or => x | y,
+                _ => return None,
+            };
+            Some(Const::Int(d.wrap_int(r)))
+        }
+        (Some(Const::Float(x)), Some(Const::Float(y))) if matches!(d, DType::F32 | DType::F64) => {
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                _ => return None,
+            };
+            let r = if d == DType::F32 { r as f32 as f64 } else { r };
+            Some(Const::Float(r))
+        }
+        _ => None,
+    }
+}
+
+/// A loop whose body only computes (pure instructions, scratch reads, pure loops).
+fn pure_loop(f: &Function, l: Inst) -> bool {
+    let mut ok = true;
+    walk_nested(f, l, &mut |j| {
+        let op = f.insts[j].opcode;
+        ok &= op.is_pure() || op == Opcode::Yield || op == Opcode::For;
+    });
+    ok
+}
+
+/// `idx = iv` or `iv + t` with `t` independent of `iv`.
+fn iv_based(f: &Function, idx: Value, iv: Value, deps: &HashSet<Value>) -> bool {
+    if idx == iv {
+        return true;
+    }
+    let Some(i) = def(f, idx) else { return false };
+    let d = &f.insts[i];
+    d.opcode == Opcode::Binary(BinOp::Add)
+        && ((d.args[0] == iv && !deps.contains(&d.args[1]))
+            || (d.args[1] == iv && !deps.contains(&d.args[0])))
+}
+
+/// Every scratch read, with the innermost candidate loop around it when its index is
+/// `iv + t` in that loop.
+fn collect_reads(
+    f: &Function,
+    insts: &[Inst],
+    cands: &[Cand],
+    around: Option<usize>,
+    out: &mut Vec<(u32, Option<usize>)>,
+) {
+    for &i in insts {
+        let d = &f.insts[i];
+        if let Opcode::ScratchLoad(slot) = d.opcode {
+            let ok = around.filter(|&c| {
+                let l = cands[c].inst;
+                let iv = f.insts[l].regions[0].args[0];
+                let lanes_ok = f.ty(d.results[0]).lanes() as i64 == cands[c].key.step;
+                lanes_ok && iv_based(f, d.args[0], iv, &dependents(f, l, iv))
+            });
+            out.push((slot, ok));
+        }
+        let inner = cands.iter().position(|c| c.inst == i).or(around);
+        for r in &d.regions {
+            collect_reads(f, &r.insts, cands, inner, out);
+        }
+    }
+}
+
+/// Appends a new instruction with one result, returning it.
+type Emit<'e> = dyn FnMut(&mut Function, Opcode, Vec<Value>, Ty) -> Value + 'e;
+
+/// Splits candidate loop `c` (see the module documentation).
+fn split(f: &mut Function, c: &Cand, parent: Parent) {
+    let l = c.inst;
+    // Predicates re-found now: inner loops were split before and cloned them.
+    let iv = f.insts[l].regions[0].args[0];
+    let inside = defined_inside(f, l);
+    let mut pset = HashSet::new();
+    walk_nested(f, l, &mut |j| {
+        if match_bound(f, j, iv, &inside, c.key.extent, c.key.step) == Some(c.key) {
+            pset.insert(f.insts[j].results[0]);
+        }
+    });
+    let span = f.spans[l];
+    let mut new = Vec::new();
+    let mut emit = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {
+        let i = f.create_inst(op, args, &[ty], span);
+        new.push(i);
+        f.insts[i].results[0]
+    };
+    let i64t = Ty::Scalar(DType::I64);
+    let i32t = Ty::Scalar(DType::I32);
+    let widen = |f: &mut Function, emit: &mut Emit<'_>, v: Value| {
+        if f.ty(v) == i64t { v } else { emit(f, Opcode::Cast, vec![v], i64t) }
+    };
+    let n = widen(f, &mut emit, c.key.n);
+    let d = match c.key.base {
+        Some(b) => {
+            let b = widen(f, &mut emit, b);
+            emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t)
+        }
+        None => n,
+    };
+    let zero = konst(f, DType::I64, Const::Int(0));
+    let ext = konst(f, DType::I64, Const::Int(c.key.extent));
+    let t = emit(f, Opcode::Binary(BinOp::Max), vec![d, zero], i64t);
+    let t = emit(f, Opcode::Binary(BinOp::Min), vec![t, ext], i64t);
+    let nb = emit(f, Opcode::Cast, vec![t], i32t);
+    let (full, tub) = if c.key.step == 1 {
+        (nb, if c.droppable { nb } else { f.insts[l].args[1] })
+    } else {
+        let m = konst(f, DType::I32, Const::Int(-c.key.step));
+        let full = emit(f, Opcode::Binary(BinOp::And), vec![nb, m], i32t);
+        let tub = if c.droppable {
+            let k = konst(f, DType::I32, Const::Int(c.key.step - 1));
+            let up = emit(f, Opcode::Binary(BinOp::Add), vec![nb, k], i32t);
+            emit(f, Opcode::Binary(BinOp::And), vec![up, m], i32t)
+        } else {
+            f.insts[l].args[1]
+        };
+        (full, tub)
+    };
+    // The steady loop: a clone of the loop up to `full`, the predicate all-true.
+    let mut map = HashMap::new();
+    let mut truthy = pset;
+    let steady = clone_insts(f, &[l], &mut map, &mut truthy)[0];
+    f.insts[steady].args[1] = full;
+    new.push(steady);
+    let results = f.insts[steady].results.clone();
+    let args = &mut f.insts[l].args;
+    args[0] = full;
+    args[1] = tub;
+    args.truncate(3);
+    args.extend(results);
+    insert_before(f, parent, l, &new);
+}

@@ -1,0 +1,236 @@
+//! Helpers of the loop-IR to loop-IR passes ([`bounds`](crate::bounds),
+//! [`accum`](crate::accum)): constants, definitions, parents of loops, and cloning of
+//! regions with the masks known to be all-true simplified away.
+
+use std::collections::{HashMap, HashSet};
+
+use lnc_lir::{BinOp, Const, DType, Function, Inst, Opcode, Region, Ty, Value, ValueDef};
+
+/// Where an instruction sits: the function's body (`None`) or region `r` of an instruction.
+pub(crate) type Parent = Option<(Inst, usize)>;
+
+/// The instruction defining a value (none for region arguments).
+pub(crate) fn def(f: &Function, v: Value) -> Option<Inst> {
+    match f.values[v].def {
+        ValueDef::Result(i, _) => Some(i),
+        ValueDef::RegionArg(..) => None,
+    }
+}
+
+/// The constant a value is, if it is one.
+pub(crate) fn const_of(f: &Function, v: Value) -> Option<Const> {
+    match f.insts[def(f, v)?].opcode {
+        Opcode::Const(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// The integer constant a value is, if it is one.
+pub(crate) fn int_of(f: &Function, v: Value) -> Option<i64> {
+    match const_of(f, v)? {
+        Const::Int(k) => Some(k),
+        Const::Float(_) => None,
+    }
+}
+
+/// A scalar constant defined at the function's entry (reusing an existing one).
+pub(crate) fn konst(f: &mut Function, d: DType, c: Const) -> Value {
+    let ty = Ty::Scalar(d);
+    for &i in &f.body.insts {
+        let data = &f.insts[i];
+        if let Opcode::Const(k) = data.opcode
+            && f.values[data.results[0]].ty == ty
+            && same_const(k, c)
+        {
+            return data.results[0];
+        }
+    }
+    let i = f.create_inst(Opcode::Const(c), vec![], &[ty], lnc_diag::Span::DUMMY);
+    let pos = f
+        .body
+        .insts
+        .iter()
+        .take_while(|&&j| matches!(f.insts[j].opcode, Opcode::Arg(_) | Opcode::Const(_)))
+        .count();
+    f.body.insts.insert(pos, i);
+    f.insts[i].results[0]
+}
+
+fn same_const(a: Const, b: Const) -> bool {
+    match (a, b) {
+        (Const::Int(x), Const::Int(y)) => x == y,
+        (Const::Float(x), Const::Float(y)) => x.to_bits() == y.to_bits(),
+        _ => false,
+    }
+}
+
+/// The parent of every instruction reachable from the body.
+pub(crate) fn parents(f: &Function) -> HashMap<Inst, Parent> {
+    fn go(f: &Function, r: &Region, parent: Parent, out: &mut HashMap<Inst, Parent>) {
+        for &i in &r.insts {
+            out.insert(i, parent);
+            for (k, sub) in f.insts[i].regions.iter().enumerate() {
+                go(f, sub, Some((i, k)), out);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    go(f, &f.body, None, &mut out);
+    out
+}
+
+/// The region a parent designates.
+pub(crate) fn region_mut(f: &mut Function, p: Parent) -> &mut Region {
+    match p {
+        None => &mut f.body,
+        Some((i, k)) => &mut f.insts[i].regions[k],
+    }
+}
+
+/// Inserts `new` before `at` in its parent region.
+pub(crate) fn insert_before(f: &mut Function, parent: Parent, at: Inst, new: &[Inst]) {
+    let r = region_mut(f, parent);
+    let pos = r.insts.iter().position(|&i| i == at).expect("instruction in its parent region");
+    r.insts.splice(pos..pos, new.iter().copied());
+}
+
+/// Every value defined inside `i`'s regions (arguments and results, nested ones included).
+pub(crate) fn defined_inside(f: &Function, i: Inst) -> HashSet<Value> {
+    let mut out = HashSet::new();
+    for r in &f.insts[i].regions {
+        out.extend(r.args.iter().copied());
+    }
+    walk_nested(f, i, &mut |j| {
+        out.extend(f.insts[j].results.iter().copied());
+        for r in &f.insts[j].regions {
+            out.extend(r.args.iter().copied());
+        }
+    });
+    out
+}
+
+/// Visits every instruction nested in `i`'s regions, parents first.
+pub(crate) fn walk_nested(f: &Function, i: Inst, g: &mut dyn FnMut(Inst)) {
+    for r in &f.insts[i].regions {
+        for &j in &r.insts {
+            g(j);
+            walk_nested(f, j, g);
+        }
+    }
+}
+
+/// The values in `i`'s regions that depend on value `root` (transitively, through operands
+/// and the regions of control flow taking a dependent operand).
+pub(crate) fn dependents(f: &Function, i: Inst, root: Value) -> HashSet<Value> {
+    /// Returns whether the region's terminator passes on a dependent value.
+    fn go(f: &Function, r: &Region, deps: &mut HashSet<Value>) -> bool {
+        let mut out = false;
+        for &j in &r.insts {
+            let d = &f.insts[j];
+            let mut dep = d.args.iter().any(|a| deps.contains(a));
+            if d.opcode.is_terminator() {
+                out |= dep;
+                continue;
+            }
+            if dep {
+                for sub in &d.regions {
+                    deps.extend(sub.args.iter().copied());
+                }
+            }
+            for sub in &d.regions {
+                dep |= go(f, sub, deps);
+            }
+            if dep {
+                deps.extend(d.results.iter().copied());
+                for sub in &d.regions {
+                    deps.extend(sub.args.iter().copied());
+                }
+            }
+        }
+        out
+    }
+    let mut deps = HashSet::from([root]);
+    loop {
+        let before = deps.len();
+        for r in &f.insts[i].regions {
+            go(f, r, &mut deps);
+        }
+        if deps.len() == before {
+            return deps;
+        }
+    }
+}
+
+/// Clones instructions (with their regions) into new ones, mapping operands through `map`
+/// and recording the clones' values there. Values in `truthy` are i1 scalars or tiles known
+/// to be all-true here: masks equal to them are dropped from accesses, `select`s on them
+/// take their first value, `and`s with them are their other operand.
+pub(crate) fn clone_insts(
+    f: &mut Function,
+    insts: &[Inst],
+    map: &mut HashMap<Value, Value>,
+    truthy: &mut HashSet<Value>,
+) -> Vec<Inst> {
+    let mut out = Vec::new();
+    for &i in insts {
+        let data = f.insts[i].clone();
+        // Simplifications: the result is all-true, or one of the (mapped) operands.
+        let t = |k: usize| truthy.contains(&data.args[k]);
+        let (alias, now_true) = match data.opcode {
+            Opcode::Binary(BinOp::And) if t(0) && t(1) => (None, true),
+            Opcode::Binary(BinOp::And) if t(0) => (Some(data.args[1]), false),
+            Opcode::Binary(BinOp::And) if t(1) => (Some(data.args[0]), false),
+            Opcode::Binary(BinOp::Or) if t(0) || t(1) => (None, true),
+            Opcode::Splat if t(0) => (None, true),
+            Opcode::Select if t(0) => (Some(data.args[1]), false),
+            _ => (None, false),
+        };
+        if now_true {
+            truthy.insert(data.results[0]);
+        }
+        let m = |v: &Value| *map.get(v).unwrap_or(v);
+        let is_true = |v: &Value| truthy.contains(v);
+        if let Some(a) = alias {
+            if truthy.contains(&a) {
+                truthy.insert(data.results[0]);
+            }
+            let a = *map.get(&a).unwrap_or(&a);
+            map.insert(data.results[0], a);
+            continue;
+        }
+        let (opcode, args) = match data.opcode {
+            Opcode::Load { addr, has_mask: true, site, .. } if is_true(&data.args[2]) => (
+                Opcode::Load { addr, has_mask: false, has_other: false, site },
+                data.args[..2].iter().map(m).collect(),
+            ),
+            Opcode::Store { addr, has_mask: true, site } if is_true(&data.args[3]) => {
+                (Opcode::Store { addr, has_mask: false, site }, data.args[..3].iter().map(m).collect())
+            }
+            Opcode::Atomic { op, addr, has_mask: true, site } if is_true(&data.args[3]) => {
+                (Opcode::Atomic { op, addr, has_mask: false, site }, data.args[..3].iter().map(m).collect())
+            }
+            op => (op, data.args.iter().map(m).collect()),
+        };
+        let tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+        let span = f.spans[i];
+        let n = f.create_inst(opcode, args, &tys, span);
+        for (k, &r) in data.results.iter().enumerate() {
+            let nr = f.insts[n].results[k];
+            map.insert(r, nr);
+        }
+        let mut regions = Vec::new();
+        for (k, r) in data.regions.iter().enumerate() {
+            let mut args = Vec::new();
+            for (idx, &a) in r.args.iter().enumerate() {
+                let na = f.create_region_arg(n, k as u32, idx as u32, f.ty(a));
+                map.insert(a, na);
+                args.push(na);
+            }
+            let insts = clone_insts(f, &r.insts, map, truthy);
+            regions.push(Region { args, insts });
+        }
+        f.insts[n].regions = regions;
+        out.push(n);
+    }
+    out
+}

@@ -1,0 +1,126 @@
+//! Masks to loop bounds: the steady state without masks, the tail, and the tiles past `N`
+//! dropped only when they do nothing — and the same results as the block IR for every `N`
+//! around tile and extent boundaries (zero, negative, beyond the block).
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::DType;
+
+/// `N` values around the tile and extent boundaries of a block of `block` elements.
+fn ns(block: i64) -> Vec<i64> {
+    let mut v =
+        vec![-5, -1, 0, 1, 2, 3, 4, 5, 7, 8, 9, block - 5, block - 4, block - 1, block, block + 1, block + 9];
+    v.retain(|&n| n <= block + 9);
+    v.sort();
+    v.dedup();
+    v
+}
+
+const SUM: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + i, mask=m, other=0.)
+    s = tl.sum(x, axis=0)
+    tl.store(Y + i, x - s, mask=m)
+"#;
+
+#[test]
+fn a_masked_sum_drops_the_tiles_past_n() {
+    let text = lir_text(SUM, "k", "*fp32,*fp32,i32,16");
+    insta::assert_snapshot!(text);
+    for n in ns(16) {
+        let f = bir(SUM, "k", "*fp32,*fp32,i32,16");
+        let bufs = [f32_buffer(1, 16), Buffer::zeros(DType::F32, 16)];
+        differential(
+            &f,
+            [1, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(16)],
+            &bufs,
+            &[1, 2, 4, 8],
+        );
+    }
+}
+
+const MAX_OTHER: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.)
+    tl.store(Y, tl.max(x, axis=0))
+"#;
+
+/// `other=0` is not the neutral element of a maximum: the masked tiles keep running.
+#[test]
+fn a_maximum_over_zeros_keeps_the_masked_tiles() {
+    let text = lir_text(MAX_OTHER, "k", "*fp32,*fp32,i32,16");
+    insta::assert_snapshot!(text);
+    for n in ns(16) {
+        let f = bir(MAX_OTHER, "k", "*fp32,*fp32,i32,16");
+        let mut x = data(3, 16);
+        x.iter_mut().for_each(|v| *v = -v.abs() - 1.0);
+        let bufs = [Buffer::from_f64_values(DType::F32, &x), Buffer::zeros(DType::F32, 1)];
+        differential(
+            &f,
+            [1, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(16)],
+            &bufs,
+            &[1, 4, 8],
+        );
+    }
+}
+
+const OFFSET: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + cols, mask=cols < N, other=1.)
+    tl.store(Y + cols, x * 2., mask=cols < N)
+"#;
+
+/// `base + arange < N` with a per-program base.
+#[test]
+fn a_bound_with_a_base_per_program() {
+    let text = lir_text(OFFSET, "k", "*fp32,*fp32,i32,8");
+    insta::assert_snapshot!(text);
+    for n in ns(24) {
+        let f = bir(OFFSET, "k", "*fp32,*fp32,i32,8");
+        let bufs = [f32_buffer(1, 24), Buffer::zeros(DType::F32, 24)];
+        differential(
+            &f,
+            [3, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(8)],
+            &bufs,
+            &[1, 2, 4, 8],
+        );
+    }
+}
+
+const TWO_D: &str = r#"
+@triton.jit
+def k(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    m = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(X + rows[:, None] * BN + cols[None, :], mask=m, other=0.)
+    tl.store(Y + cols, tl.sum(x, axis=0), mask=cols < N)
+"#;
+
+/// `rows < M & cols < N`: both loops get a bound.
+#[test]
+fn two_d_masks_bound_rows_and_columns() {
+    let text = lir_text(TWO_D, "k", "*fp32,*fp32,i32,i32,4,16");
+    insta::assert_snapshot!(text);
+    for m in [-1, 0, 1, 3, 4, 5] {
+        for n in ns(16) {
+            let f = bir(TWO_D, "k", "*fp32,*fp32,i32,i32,4,16");
+            let bufs = [f32_buffer(1, 64), Buffer::zeros(DType::F32, 16)];
+            let args =
+                [ptr(0), ptr(1), ArgValue::Int(m), ArgValue::Int(n), ArgValue::Int(4), ArgValue::Int(16)];
+            differential(&f, [1, 1, 1], &args, &bufs, &[1, 4, 8]);
+        }
+    }
+}

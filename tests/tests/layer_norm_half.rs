@@ -1,0 +1,320 @@
+//! The seed's three layer-norm kernels on half-precision tensors, with the tutorial's
+//! dtype layout (its `test_layer_norm(..., dtype=torch.float16)`): x, y, w, b, dy, dx and
+//! the partial and final dw/db in `fp16` or `bf16`, mean and rstd in `fp32`, the kernels
+//! computing in `fp32`. Checked against a float64 reference within the error half
+//! precision allows, and against the block-IR interpreter.
+
+mod common;
+
+use common::diff::{A, Case, Check, Data, diff};
+use common::*;
+use half::{bf16, f16};
+
+/// A half-precision element type.
+trait Half: lnc::Element + std::fmt::Debug {
+    /// Its signature name.
+    const SIG: &'static str;
+    /// Unit roundoff: half an ulp of 1.0.
+    const U: f64;
+    fn from_f32(x: f32) -> Self;
+    fn to_f32(self) -> f32;
+    /// A buffer argument of the differential harness.
+    fn arg(v: Vec<Self>) -> A;
+}
+
+impl Half for f16 {
+    const SIG: &'static str = "fp16";
+    const U: f64 = 1.0 / 2048.0;
+    fn from_f32(x: f32) -> Self {
+        f16::from_f32(x)
+    }
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn arg(v: Vec<Self>) -> A {
+        A::Buf(Data::F16(v), 0)
+    }
+}
+
+impl Half for bf16 {
+    const SIG: &'static str = "bf16";
+    const U: f64 = 1.0 / 256.0;
+    fn from_f32(x: f32) -> Self {
+        bf16::from_f32(x)
+    }
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    fn arg(v: Vec<Self>) -> A {
+        A::Buf(Data::BF16(v), 0)
+    }
+}
+
+fn to_half<T: Half>(v: &[f32]) -> Vec<T> {
+    v.iter().map(|&x| T::from_f32(x)).collect()
+}
+
+fn to_f32<T: Half>(v: &[T]) -> Vec<f32> {
+    v.iter().map(|&x| x.to_f32()).collect()
+}
+
+/// Random layer-norm data, already rounded to `T`: x, w, b, dy (the tutorial's
+/// distributions).
+fn data<T: Half>(rng: &mut rand::rngs::StdRng, m: usize, n: usize) -> [Vec<T>; 4] {
+    [
+        to_half(&randn(rng, m * n, -2.3, 0.5)),
+        to_half(&randn(rng, n, 1.0, 0.3)),
+        to_half(&randn(rng, n, 0.0, 0.5)),
+        to_half(&randn(rng, m * n, 0.0, 0.1)),
+    ]
+}
+
+/// Everything the tutorial's forward and backward passes produce.
+struct Flow<T> {
+    y: Vec<T>,
+    mean: Vec<f32>,
+    rstd: Vec<f32>,
+    dx: Vec<T>,
+    /// The partial sums of the dx kernel, `group × n`.
+    pdw: Vec<T>,
+    pdb: Vec<T>,
+    dw: Vec<T>,
+    db: Vec<T>,
+}
+
+fn fwd_sig(t: &str, block: usize) -> String {
+    format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{block}")
+}
+
+fn dx_sig(t: &str, group: usize, block: usize) -> String {
+    format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}")
+}
+
+fn dwdb_sig(t: &str) -> String {
+    format!("*{t},*{t},*{t},*{t},i32,i32,32,128")
+}
+
+/// Runs forward, dx and dwdb like `LayerNorm.forward/backward` of the tutorial, every
+/// output poisoned with NaN first.
+#[allow(clippy::too_many_arguments)]
+fn run_flow<T: Half>(
+    module: &lnc::Module,
+    x: &[T],
+    w: &[T],
+    b: &[T],
+    dy: &[T],
+    n: usize,
+    group: usize,
+    eps: f32,
+) -> Flow<T> {
+    let m = x.len() / n;
+    let block = n.next_power_of_two();
+    let nan = T::from_f32(f32::NAN);
+    let fwd =
+        module.kernel("_layer_norm_fwd_fused", &fwd_sig(T::SIG, block)).unwrap_or_else(|e| panic!("{e}"));
+    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+    fwd.launch(m as u32, &lnc::args![x, &mut y, w, b, &mut mean, &mut rstd, n as i32, n as i32, eps])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let dx_k = module
+        .kernel("_layer_norm_bwd_dx_fused", &dx_sig(T::SIG, group, block))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut locks = vec![0i32; 2 * group];
+    let (mut pdw, mut pdb) = (vec![nan; group * n], vec![nan; group * n]);
+    let mut dx = vec![nan; m * n];
+    dx_k.launch(
+        m as u32,
+        &lnc::args![
+            &mut dx, dy, &mut pdw, &mut pdb, x, w, b, &mean, &rstd, &mut locks, n as i32, n as i32, eps
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(locks[..group].iter().all(|&l| l == 0), "every lock is released");
+
+    let dwdb = module.kernel("_layer_norm_bwd_dwdb", &dwdb_sig(T::SIG)).unwrap_or_else(|e| panic!("{e}"));
+    let (mut dw, mut db) = (vec![nan; n], vec![nan; n]);
+    // Only the groups some row maps to hold partial sums (see layer_norm_bwd.rs).
+    let rows = group.min(m);
+    dwdb.launch(n.div_ceil(128) as u32, &lnc::args![&pdw, &pdb, &mut dw, &mut db, rows as i32, n as i32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    Flow { y, mean, rstd, dx, pdw, pdb, dw, db }
+}
+
+/// Asserts `|got - want| <= tol[i]` element by element (NaN fails).
+#[track_caller]
+fn assert_within(what: &str, got: &[f32], want: &[f64], tol: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, ((&g, &w), &t)) in got.iter().zip(want).zip(tol).enumerate() {
+        assert!(!g.is_nan() && (g as f64 - w).abs() <= t, "{what}[{i}] = {g}, expected {w} (tolerance {t})");
+    }
+}
+
+/// Per column, the sums of |dy·xhat| and |dy| over the rows (float64): what the rounding
+/// errors of the partial sums scale with.
+fn abs_sums(x: &[f32], dy: &[f32], n: usize, eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let m = x.len() / n;
+    let (mut sw, mut sb) = (vec![0.0; n], vec![0.0; n]);
+    let (_, mean, rstd) = layer_norm_ref(x, &vec![1.0; n], &vec![0.0; n], n, eps);
+    for r in 0..m {
+        for c in 0..n {
+            let xhat = (x[r * n + c] as f64 - mean[r]) * rstd[r];
+            sw[c] += (dy[r * n + c] as f64 * xhat).abs();
+            sb[c] += (dy[r * n + c] as f64).abs();
+        }
+    }
+    (sw, sb)
+}
+
+fn check_against_float64<T: Half>() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let mut rng = rng();
+    let u = T::U;
+    let eps = 1e-5f32;
+    // (M, N, GROUP_SIZE_M): N never a power of two; the tutorial's group sizes, and small
+    // ones so that several rows accumulate into each half-precision partial sum.
+    for (m, n, group) in
+        [(3usize, 17usize, group_size_m(17)), (151, 1000, 256), (300, 1537, 128), (64, 300, 4), (7, 4097, 96)]
+    {
+        let what = |v: &str| format!("{v} ({} {m}x{n}, GROUP_SIZE_M {group})", T::SIG);
+        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
+        let f = run_flow(&module, &x, &w, &b, &dy, n, group, eps);
+        // The reference runs on the same (rounded) inputs, in float64.
+        let (xf, wf, bf, dyf) = (to_f32(&x), to_f32(&w), to_f32(&b), to_f32(&dy));
+        let (ry, rmean, rrstd) = layer_norm_ref(&xf, &wf, &bf, n, eps as f64);
+        let (rdx, rdw, rdb) = backward_ref(&xf, &wf, &dyf, n, eps as f64);
+
+        // y and dx: fp32 computations rounded once to T on the store.
+        let tol = |r: &[f64], atol: f64| -> Vec<f64> {
+            r.iter().map(|v| atol + (2.0 * u + 1e-5) * v.abs()).collect()
+        };
+        assert_within(&what("y"), &to_f32(&f.y), &ry, &tol(&ry, 1e-5));
+        assert_close(&what("mean"), &f.mean, &rmean, 1e-5, 1e-5);
+        assert_close(&what("rstd"), &f.rstd, &rrstd, 1e-5, 1e-5);
+        assert_within(&what("dx"), &to_f32(&f.dx), &rdx, &tol(&rdx, 1e-4));
+
+        // dw and db: every product rounded to T, up to `k` of them added in T per group
+        // (each addition rounded), the groups summed in fp32, the total rounded to T.
+        let k = m.div_ceil(group) as f64;
+        let (sw, sb) = abs_sums(&xf, &dyf, n, eps as f64);
+        let bound = |s: &[f64], r: &[f64]| -> Vec<f64> {
+            s.iter().zip(r).map(|(s, r)| (k + 1.0) * u * s + u * r.abs() + 1e-5 * (1.0 + s)).collect()
+        };
+        assert_within(&what("dw"), &to_f32(&f.dw), &rdw, &bound(&sw, &rdw));
+        assert_within(&what("db"), &to_f32(&f.db), &rdb, &bound(&sb, &rdb));
+        // The partial sums of the groups some row maps to add up to the same totals.
+        let rows = group.min(m);
+        for c in 0..n {
+            let pw: f64 = (0..rows).map(|g| f.pdw[g * n + c].to_f32() as f64).sum();
+            let pb: f64 = (0..rows).map(|g| f.pdb[g * n + c].to_f32() as f64).sum();
+            assert!((pw - rdw[c]).abs() <= bound(&sw[c..c + 1], &rdw[c..c + 1])[0], "{}", what("partial dw"));
+            assert!((pb - rdb[c]).abs() <= bound(&sb[c..c + 1], &rdb[c..c + 1])[0], "{}", what("partial db"));
+        }
+    }
+}
+
+#[test]
+fn fp16_forward_and_backward_match_float64_reference() {
+    check_against_float64::<f16>();
+}
+
+#[test]
+fn bf16_forward_and_backward_match_float64_reference() {
+    check_against_float64::<bf16>();
+}
+
+/// Each kernel through the JIT and through the interpreter on the front end's block IR,
+/// on the same half-precision inputs.
+fn check_against_interpreter<T: Half>() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let mut rng = rng();
+    let eps = 1e-5f32;
+    for (m, n, group) in [(3usize, 17usize, 256usize), (20, 300, 8)] {
+        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
+        let block = n.next_power_of_two();
+        let nan = T::from_f32(f32::NAN);
+        let poison = |len: usize| T::arg(vec![nan; len]);
+
+        // Forward. mean and rstd are fp32 sums whose order differs between the two (the
+        // JIT accumulates in lanes): fp32 rounding of an n-term sum apart.
+        let tol = 2e-6 * (n as f64).sqrt();
+        let fwd = Case::new(
+            "_layer_norm_fwd_fused",
+            &fwd_sig(T::SIG, block),
+            m as u32,
+            vec![
+                T::arg(x.clone()),
+                poison(m * n),
+                T::arg(w.clone()),
+                T::arg(b.clone()),
+                vec![f32::NAN; m].into(),
+                vec![f32::NAN; m].into(),
+                (n as i32).into(),
+                (n as i32).into(),
+                eps.into(),
+            ],
+        )
+        .check(4, Check::Close { atol: tol, rtol: tol })
+        .check(5, Check::Close { atol: tol, rtol: tol });
+        let out = diff(&module, &fwd);
+        let (mean, rstd) = (out[4].clone(), out[5].clone());
+
+        // dx and the partial sums. With several rows per group the partial sums depend on
+        // the order the programs take the lock in: within the rounding of `k` additions
+        // in T of terms up to `big`.
+        let k = m.div_ceil(group) as f64;
+        let big = dy.iter().map(|v| v.to_f32().abs() as f64).fold(0.0, f64::max) * 4.0;
+        let partial = Check::Close { atol: 2.0 * k * k * T::U * big, rtol: 0.0 };
+        let dx = Case::new(
+            "_layer_norm_bwd_dx_fused",
+            &dx_sig(T::SIG, group, block),
+            m as u32,
+            vec![
+                poison(m * n),
+                T::arg(dy.clone()),
+                poison(group * n),
+                poison(group * n),
+                T::arg(x.clone()),
+                T::arg(w.clone()),
+                T::arg(b.clone()),
+                mean,
+                rstd,
+                vec![0i32; 2 * group].into(),
+                (n as i32).into(),
+                (n as i32).into(),
+                eps.into(),
+            ],
+        )
+        .check(2, partial)
+        .check(3, partial);
+        let out = diff(&module, &dx);
+
+        // dw/db from the JIT's partial sums: no order left to differ in.
+        let rows = group.min(m);
+        let dwdb = Case::new(
+            "_layer_norm_bwd_dwdb",
+            &dwdb_sig(T::SIG),
+            n.div_ceil(128) as u32,
+            vec![
+                out[2].clone(),
+                out[3].clone(),
+                poison(n),
+                poison(n),
+                (rows as i32).into(),
+                (n as i32).into(),
+            ],
+        );
+        diff(&module, &dwdb);
+    }
+}
+
+#[test]
+fn fp16_kernels_jit_equals_interpreter() {
+    check_against_interpreter::<f16>();
+}
+
+#[test]
+fn bf16_kernels_jit_equals_interpreter() {
+    check_against_interpreter::<bf16>();
+}
