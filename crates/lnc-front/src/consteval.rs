@@ -57,45 +57,12 @@ pub(crate) fn truthy(c: &Cv) -> bool {
     }
 }
 
-pub(crate) fn op_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::FloorDiv => "//",
-        BinOp::Mod => "%",
-        BinOp::Pow => "**",
-        BinOp::MatMul => "@",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-    }
-}
-
-pub(crate) fn cmp_symbol(op: CmpOp) -> &'static str {
-    match op {
-        CmpOp::Eq => "==",
-        CmpOp::Ne => "!=",
-        CmpOp::Lt => "<",
-        CmpOp::Le => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::Ge => ">=",
-        CmpOp::Is => "is",
-        CmpOp::IsNot => "is not",
-        CmpOp::In => "in",
-        CmpOp::NotIn => "not in",
-    }
-}
-
 const OVERFLOW: &str = "integer overflow in a compile-time expression (lnc keeps 128 bits)";
 
 /// `a op b` on compile-time values.
 pub(crate) fn binop(op: BinOp, a: &Cv, b: &Cv) -> Result<Cv, String> {
     let unsupported =
-        || format!("unsupported operand types for `{}`: {} and {}", op_symbol(op), py_type(a), py_type(b));
+        || format!("unsupported operand types for `{}`: {} and {}", op.as_str(), py_type(a), py_type(b));
     // Bitwise operators on two bools stay bools, as in Python.
     if let (Cv::Bool(x), Cv::Bool(y)) = (a, b) {
         match op {
@@ -271,7 +238,7 @@ pub(crate) fn compare(op: CmpOp, a: &Cv, b: &Cv) -> Result<bool, String> {
             CmpOp::Le => matches!(ord, Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)),
             CmpOp::Gt => ord == Some(std::cmp::Ordering::Greater),
             CmpOp::Ge => matches!(ord, Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)),
-            _ => return Err(format!("`{}` is not supported here", cmp_symbol(op))),
+            _ => return Err(format!("`{}` is not supported here", op.as_str())),
         });
     }
     match op {
@@ -284,12 +251,7 @@ pub(crate) fn compare(op: CmpOp, a: &Cv, b: &Cv) -> Result<bool, String> {
                 CmpOp::Gt => x > y,
                 _ => x >= y,
             }),
-            _ => Err(format!(
-                "`{}` is not supported between {} and {}",
-                cmp_symbol(op),
-                py_type(a),
-                py_type(b)
-            )),
+            _ => Err(format!("`{}` is not supported between {} and {}", op.as_str(), py_type(a), py_type(b))),
         },
     }
 }

@@ -10,7 +10,7 @@ use lnc_bir::{BinOp as BBin, CmpOp as BCmp, Const, DType, Elem, Opcode, Shape, T
 use lnc_diag::{Diagnostic, Span};
 use lnc_syntax::ast::{BinOp, CmpOp, UnaryOp};
 
-use crate::consteval::{self, op_symbol};
+use crate::consteval;
 use crate::diag::{shape_str, type_str};
 use crate::lower::{Failed, Lowerer, R};
 use crate::promote::{computation_type, int_range, literal_dtype};
@@ -281,7 +281,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
 
     /// `l op r`.
     pub(crate) fn binary(&mut self, op: BinOp, l: Opnd, r: Opnd, span: Span) -> R<Val> {
-        let sym = op_symbol(op);
+        let sym = op.as_str();
         if let (Val::Const(a), Val::Const(b)) = (&l.v, &r.v) {
             return match consteval::binop(op, a, b) {
                 Ok(c) => Ok(Val::Const(c)),
@@ -484,7 +484,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 return self.fail(d);
             }
         }
-        let sym = consteval::cmp_symbol(op);
+        let sym = op.as_str();
         let (a, b, _) = self.numeric_pair(&l, &r, false, sym, span)?;
         let c = match op {
             CmpOp::Eq => BCmp::Eq,
