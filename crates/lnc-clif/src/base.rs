@@ -1,6 +1,6 @@
 //! The function body: the context struct, the region walk, control flow and the ABI.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -14,7 +14,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, half, memory, num};
+use crate::{CodegenError, CodegenOptions, half, hoist, memory, num};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -39,6 +39,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// The 16-bit patterns (in `i32` lanes) of half values already known, by the `f32`
     /// value and dtype: a store of a loaded or rounded value reuses them (`half.rs`).
     pub(crate) half_bits: HashMap<(Value, DType), Value>,
+    /// Accesses whose bounds check was hoisted in front of their loop (`hoist.rs`).
+    pub(crate) prechecked: HashSet<lir::Inst>,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -102,6 +104,7 @@ pub(crate) fn codegen_fn(
         assert_block: None,
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
+        prechecked: HashSet::new(),
     };
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -249,6 +252,11 @@ fn codegen_region(
 impl FunctionCx<'_, '_> {
     pub(crate) fn def(&mut self, v: lir::Value, c: CVal) {
         self.values[v] = Some(c);
+    }
+
+    /// Whether `v` has been translated already (is defined before the current point).
+    pub(crate) fn is_defined(&self, v: lir::Value) -> bool {
+        self.values[v].is_some()
     }
 
     pub(crate) fn val(&self, v: lir::Value) -> Result<CVal, CodegenError> {
@@ -455,20 +463,38 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2 + has_mask as usize + has_other as usize)?;
             let mask = has_mask.then(|| data.args[2]);
             let other = has_other.then(|| data.args[2 + has_mask as usize]);
-            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            let access = memory::Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
             memory::codegen_load(fx, access, mask, other, result(1)?)?
         }
         Opcode::Store { addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
             let mask = has_mask.then(|| data.args[3]);
-            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            let access = memory::Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
             memory::codegen_store(fx, access, data.args[2], mask)?;
             return Ok(());
         }
         Opcode::Atomic { op, addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
             let mask = has_mask.then(|| data.args[3]);
-            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            let access = memory::Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
             memory::codegen_atomic(
                 fx,
                 access,
@@ -480,7 +506,13 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         }
         Opcode::AtomicCas { addr, site } => {
             nargs(4)?;
-            let access = memory::Access { ptr: data.args[0], offset: data.args[1], addr, site };
+            let access = memory::Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
             memory::codegen_atomic(
                 fx,
                 access,
@@ -639,8 +671,10 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
     let init = canonical_args(fx, &carried_tys, &init)?;
     let first = loop_continues(fx, d, lb, ub, step);
-    let body_args = block_args(&[&[lb][..], &init].concat());
-    fx.bcx.ins().brif(first, body, &body_args, exit, &block_args(&init));
+    let entry_vals = [&[lb][..], &init].concat();
+    if !hoist::emit_loop_entry(fx, inst, d, (lb, ub), first, (body, &entry_vals), (exit, &init))? {
+        fx.bcx.ins().brif(first, body, &block_args(&entry_vals), exit, &block_args(&init));
+    }
 
     fx.bcx.switch_to_block(body);
     let iv = fx.bcx.block_params(body)[0];

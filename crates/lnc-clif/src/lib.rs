@@ -27,6 +27,7 @@
 mod base;
 mod half;
 mod helpers;
+mod hoist;
 mod memory;
 mod num;
 mod value;

@@ -22,6 +22,8 @@ pub(crate) struct Access {
     pub(crate) offset: lir::Value,
     pub(crate) addr: Addressing,
     pub(crate) site: u32,
+    /// Bounds-checked here (false when the check was hoisted out of the loop).
+    pub(crate) checked: bool,
 }
 
 /// Which atomic instruction.
@@ -66,13 +68,14 @@ pub(crate) fn codegen_ptr_add(
 /// fault names the first element outside.
 fn check_range(
     fx: &mut FunctionCx,
-    site: u32,
+    a: Access,
     addr: Value,
     lanes: u32,
     size: u32,
 ) -> Result<(), CodegenError> {
+    let site = a.site;
     let s = fx.site(site)?;
-    if !fx.opts.checked {
+    if !fx.opts.checked || !a.checked {
         return Ok(());
     }
     let ArgBounds { base, origin, span } = *fx
@@ -283,7 +286,7 @@ pub(crate) fn codegen_load(
             Mask::Tile(_) => return Err(invalid("a scalar load with a tile mask")),
         };
         let v = guarded(fx, m, Some(other), |fx| {
-            check_range(fx, a.site, addr, 1, d.size())?;
+            check_range(fx, a, addr, 1, d.size())?;
             load_scalar(fx, d, addr, 0).map(Some)
         })?;
         return Ok(CVal::Scalar(v.expect("guarded returns a value with `other`")));
@@ -301,7 +304,7 @@ pub(crate) fn codegen_load(
             Mask::Tile(t) => Some(num::all_true(&mut fx.bcx, t)),
         };
         let Some(all) = all else {
-            check_range(fx, a.site, addr, lanes as u32, d.size())?;
+            check_range(fx, a, addr, lanes as u32, d.size())?;
             return Ok(CVal::Tile(load_full(fx, d, lanes, addr)?));
         };
         // Every lane enabled: the vector path; otherwise lane by lane.
@@ -313,7 +316,7 @@ pub(crate) fn codegen_load(
         }
         fx.bcx.ins().brif(all, full, &[], partial, &[]);
         fx.bcx.switch_to_block(full);
-        check_range(fx, a.site, addr, lanes as u32, d.size())?;
+        check_range(fx, a, addr, lanes as u32, d.size())?;
         let t = load_full(fx, d, lanes, addr)?;
         fx.bcx.ins().jump(merge, &block_args(&t.parts));
         fx.bcx.switch_to_block(partial);
@@ -372,7 +375,7 @@ fn load_lanes(
     for k in 0..lanes as usize {
         let addr = addrs[k];
         let v = guarded(fx, bits[k], Some(others[k]), |fx| {
-            check_range(fx, a.site, addr, 1, d.size())?;
+            check_range(fx, a, addr, 1, d.size())?;
             load_scalar(fx, d, addr, 0).map(Some)
         })?;
         out.push(v.expect("guarded returns a value with `other`"));
@@ -412,7 +415,7 @@ pub(crate) fn codegen_store(
             Mask::Tile(_) => return Err(invalid("a scalar store with a tile mask")),
         };
         guarded(fx, m, None, |fx| {
-            check_range(fx, a.site, addr, 1, d.size())?;
+            check_range(fx, a, addr, 1, d.size())?;
             store_scalar(fx, d, v, addr, 0);
             Ok(None)
         })?;
@@ -429,7 +432,7 @@ pub(crate) fn codegen_store(
             Mask::Tile(mt) => Some(num::all_true(&mut fx.bcx, mt)),
         };
         let Some(all) = all else {
-            check_range(fx, a.site, addr, lanes as u32, d.size())?;
+            check_range(fx, a, addr, lanes as u32, d.size())?;
             return store_full(fx, d, &t, addr);
         };
         let full = fx.bcx.create_block();
@@ -437,7 +440,7 @@ pub(crate) fn codegen_store(
         let merge = fx.bcx.create_block();
         fx.bcx.ins().brif(all, full, &[], partial, &[]);
         fx.bcx.switch_to_block(full);
-        check_range(fx, a.site, addr, lanes as u32, d.size())?;
+        check_range(fx, a, addr, lanes as u32, d.size())?;
         store_full(fx, d, &t, addr)?;
         fx.bcx.ins().jump(merge, &[]);
         fx.bcx.switch_to_block(partial);
@@ -465,7 +468,7 @@ fn store_lanes(
     for k in 0..lanes as usize {
         let (addr, v) = (addrs[k], vals[k]);
         guarded(fx, bits[k], None, |fx| {
-            check_range(fx, a.site, addr, 1, d.size())?;
+            check_range(fx, a, addr, 1, d.size())?;
             store_scalar(fx, d, v, addr, 0);
             Ok(None)
         })?;
@@ -515,7 +518,7 @@ pub(crate) fn codegen_atomic(
         let addr = addrs[k];
         let args: Vec<Value> = lane_vals.iter().map(|l| l[k]).collect();
         let v = guarded(fx, bits[k], Some(zero), |fx| {
-            check_range(fx, a.site, addr, 1, d.size())?;
+            check_range(fx, a, addr, 1, d.size())?;
             match kind {
                 AtomicKind::Rmw(op) => atomic_rmw(fx, op, d, addr, args[0]).map(Some),
                 AtomicKind::Cas => atomic_cas(fx, d, addr, args[0], args[1]).map(Some),

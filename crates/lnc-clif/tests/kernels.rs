@@ -902,3 +902,87 @@ fn nested_loops() {
         }
     }
 }
+
+/// `for i = lb to ub step s { Y[i:i+4] = X[i+k : i+k+4] }`, unmasked: both checks are
+/// hoisted in front of the loop. In bounds it copies; out of bounds it faults before
+/// the loop runs, at the first access (in body order) whose range leaves its buffer,
+/// naming that range's first element outside; a loop that does not run never faults.
+#[test]
+fn hoisted_checks_cover_the_whole_loop() {
+    for step in [4i64, 3] {
+        let mut b = B::new("shift");
+        let x = b.ptr(0, DType::F32);
+        let y = b.ptr(1, DType::F32);
+        let lb = b.arg(2, Ty::Scalar(DType::I32));
+        let ub = b.arg(3, Ty::Scalar(DType::I32));
+        let k = b.arg(4, Ty::Scalar(DType::I32));
+        let (sx, sy) = (b.site(0), b.site(1));
+        let s = b.i32(step);
+        b.for_(lb, ub, s, &[], |b, i, _| {
+            let at = b.bin(BinOp::Add, i, k);
+            let v = b.load(Addressing::Contiguous, x, at, None, None, sx, Ty::Tile(DType::F32, 4));
+            b.store(Addressing::Contiguous, y, i, v, None, sy);
+            vec![]
+        });
+        let f = b.finish();
+        let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false });
+        let text = lnc_clif::clif_text(&f, &CodegenOptions { checked: true, emit_text: false }).unwrap();
+        assert!(text.matches("brif").count() <= 6, "one check per access outside the loop:\n{text}");
+        let xs: Vec<f32> = (0..40).map(|v| v as f32 + 0.5).collect();
+        for (lo, hi, shift) in [
+            (0i64, 36i64, 0i64),
+            (0, 33, 3),
+            (4, 20, -4),
+            (0, 37, 0),
+            (0, 40, 0),
+            (-4, 8, 4),
+            (0, 8, 33),
+            (0, 8, 37),
+            (5, 5, 1000),
+            (9, 2, -1000),
+            (0, 8, i32::MAX as i64 - 2),
+        ] {
+            let mut xb = xs.clone();
+            let mut yb = vec![f32::NAN; 40];
+            let args = [
+                slot(&mut xb),
+                slot(&mut yb),
+                scalar(pack_int(lo)),
+                scalar(pack_int(hi)),
+                scalar(pack_int(shift)),
+            ];
+            let r = run(&k, [1, 1, 1], &args, None);
+            // The reference: each access's element range over the loop, in body order.
+            let ivs: Vec<i64> = (lo..hi).step_by(step as usize).collect();
+            let bad = |site: u32, off: i64| -> Option<Fault> {
+                let (first, last) = (*ivs.first()? + off, *ivs.last()? + off + 3);
+                let wrapped = (first as i32 as i64) != first || (last as i32 as i64) != last;
+                if wrapped || first < 0 {
+                    Some(Fault { site, arg: site, offset: first as i32 as i64 })
+                } else if last >= 40 {
+                    Some(Fault { site, arg: site, offset: 40.max(first) })
+                } else {
+                    None
+                }
+            };
+            match bad(0, shift).or_else(|| bad(1, 0)) {
+                None => {
+                    r.unwrap_or_else(|e| panic!("step {step} [{lo}, {hi}) + {shift}: {e:?}"));
+                    for &i in &ivs {
+                        for l in 0..4 {
+                            assert_eq!(yb[(i + l) as usize], xs[(i + l + shift) as usize]);
+                        }
+                    }
+                }
+                Some(fault) => {
+                    assert_eq!(
+                        r,
+                        Err(LaunchError::Fault { status: Status::OutOfBounds, pid: [0, 0, 0], fault }),
+                        "step {step} [{lo}, {hi}) + {shift}"
+                    );
+                    assert!(yb.iter().all(|v| v.is_nan()), "nothing ran before the fault");
+                }
+            }
+        }
+    }
+}

@@ -25,8 +25,9 @@
 //! - `device_print` prints one line per element of each operand with its index, as Triton
 //!   does; the elements are unrolled, so a print of a block is limited in size.
 //!
-//! Masks stay data (lane masks on accesses); turning `offs < N` into a loop bound plus a
-//! tail, several accumulators per reduction and unrolling are later passes.
+//! Masks stay data (lane masks on accesses) in that plan. Two loop-IR passes follow:
+//! masks `offs < N` become a loop bound plus a tail ([`bounds`](crate::bounds)), and
+//! reduction loops get several accumulators ([`accum`](crate::accum)).
 //!
 //! Blocks of pointers carried through loops become a pointer block fixed before the loop
 //! plus a carried scalar offset ([`carried`](crate::carried)).
@@ -35,6 +36,7 @@
 //! emission → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
+mod accum;
 mod affine;
 mod bounds;
 mod carried;
@@ -57,11 +59,14 @@ pub struct TileOptions {
     pub lanes: u8,
     /// Turn masks `base + arange < n` into a loop bound plus a tail (module `bounds`).
     pub bounds: bool,
+    /// Independent accumulators per reduction loop, the loop unrolled as many times
+    /// (module `accum`); 1 keeps one accumulator.
+    pub unroll: u8,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4, bounds: true }
+        TileOptions { lanes: 4, bounds: true, unroll: 4 }
     }
 }
 
@@ -109,6 +114,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     if opts.bounds {
         bounds::run(&mut lir);
     }
+    accum::run(&mut lir, opts.unroll);
     dce::run(&mut lir);
     if cfg!(debug_assertions)
         && let Err(e) = lnc_lir::verify(&lir)

@@ -53,7 +53,8 @@ pub fn lir(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
 /// Source → loop IR of the fusion decisions alone (masks stay masks), panicking on errors.
 pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
     let f = bir(src, kernel, sig);
-    tile_opts(&f, TileOptions { lanes: 4, bounds: false }).unwrap_or_else(|e| panic!("tiling failed: {e}"))
+    tile_opts(&f, TileOptions { lanes: 4, bounds: false, unroll: 1 })
+        .unwrap_or_else(|e| panic!("tiling failed: {e}"))
 }
 
 /// Source → printed loop IR.
@@ -88,9 +89,10 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
     let mut expected = bufs.to_vec();
     lnc_bir::interp::run_grid(f, grid, args, &mut expected)
         .unwrap_or_else(|e| panic!("bir interpreter: {e}"));
-    for (l, bounds) in lanes.iter().flat_map(|&l| [(l, true), (l, false)]) {
-        let lf =
-            tile_opts(f, TileOptions { lanes: l, bounds }).unwrap_or_else(|e| panic!("tiling failed: {e}"));
+    let plans = |l| [(l, true, 4), (l, false, 4), (l, true, 1)];
+    for (l, bounds, unroll) in lanes.iter().flat_map(|&l| plans(l)) {
+        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll })
+            .unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)
             .unwrap_or_else(|e| panic!("lir interpreter: {e:?}\n{}", lnc_lir::print_function(&lf)));
@@ -102,7 +104,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
                     || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
                 assert!(
                     ok,
-                    "lanes={l} bounds={bounds}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
+                    "lanes={l} bounds={bounds} unroll={unroll}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
                     lnc_lir::print_function(&lf)
                 );
             }

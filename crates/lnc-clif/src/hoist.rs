@@ -1,0 +1,198 @@
+//! Bounds checks hoisted out of loops: one range check per access before a loop instead
+//! of one per iteration.
+//!
+//! In `for iv = lb to ub step s` (s a positive constant) an unmasked access at the top
+//! level of the body, through a pointer defined before the loop, at offset `iv` or
+//! `iv + k` (`k` defined before the loop), touches the elements from `first = lb (+ k)`
+//! to `last (+ k) + lanes - 1`, where `last = lb + ((ub - lb - 1) / s)·s` is the last
+//! value of `iv`. When the loop runs at all, those elements are checked once, before the
+//! first iteration, and the access itself is emitted unchecked.
+//!
+//! Offsets are computed in the loop's integer type, wrapping as the body computes them.
+//! A wrap inside the loop makes `first` come after `last`, which fails the check: such a
+//! launch is reported as out of bounds even in the one case where every element would
+//! still have been inside (a buffer spanning the whole 32-bit range of offsets).
+//!
+//! A failed check reports the first access, in body order, whose range leaves its
+//! argument's bounds, and the first element of that range outside them — the element
+//! the per-iteration checks would have reported for that access. Nothing of the loop has
+//! run when it fails (a failed launch's memory is unspecified either way), and an access
+//! later in the body may fault before an earlier one would have in the per-iteration
+//! order: the launch fails either way, naming a real out-of-bounds access.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value, types};
+use lnc_lir::{self as lir, Addressing, BinOp, Const, DType, Opcode, Ty, ValueDef};
+
+use crate::CodegenError;
+use crate::base::{ArgBounds, FunctionCx, block_args};
+
+/// An access whose check is hoisted.
+struct Hoisted {
+    inst: lir::Inst,
+    ptr: lir::Value,
+    /// `k` of `iv + k`.
+    add: Option<lir::Value>,
+    site: u32,
+    lanes: u32,
+    size: u32,
+}
+
+/// The integer constant `v` is, if it is one.
+fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
+    match f.values[v].def {
+        ValueDef::Result(i, _) => match f.insts[i].opcode {
+            Opcode::Const(Const::Int(k)) => Some(k),
+            _ => None,
+        },
+        ValueDef::RegionArg(..) => None,
+    }
+}
+
+/// The accesses of `for` instruction `l` whose checks can be hoisted.
+fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
+    let f = fx.f;
+    let region = &f.insts[l].regions[0];
+    let iv = region.args[0];
+    // `iv + k` values defined at the top level of the body.
+    let mut shifted: Vec<(lir::Value, lir::Value)> = Vec::new();
+    let mut out = Vec::new();
+    for &j in &region.insts {
+        let d = &f.insts[j];
+        match d.opcode {
+            Opcode::Binary(BinOp::Add) => {
+                let (a, b) = (d.args[0], d.args[1]);
+                if a == iv && fx.is_defined(b) {
+                    shifted.push((d.results[0], b));
+                } else if b == iv && fx.is_defined(a) {
+                    shifted.push((d.results[0], a));
+                }
+                continue;
+            }
+            Opcode::Load { addr, has_mask: false, site, .. }
+            | Opcode::Store { addr, has_mask: false, site } => {
+                let (ptr, offset) = (d.args[0], d.args[1]);
+                let Ty::Ptr(elem) = f.ty(ptr) else { continue };
+                let lanes = match (addr, &d.opcode) {
+                    (Addressing::Contiguous, Opcode::Load { .. }) => f.ty(d.results[0]).lanes(),
+                    (Addressing::Contiguous, _) => f.ty(d.args[2]).lanes(),
+                    (Addressing::Scalar, _) => 1,
+                    (Addressing::Gather, _) => continue,
+                };
+                if lanes == 0 || !fx.is_defined(ptr) {
+                    continue;
+                }
+                let add = if offset == iv {
+                    None
+                } else if let Some(&(_, k)) = shifted.iter().find(|(v, _)| *v == offset) {
+                    Some(k)
+                } else {
+                    continue;
+                };
+                out.push(Hoisted { inst: j, ptr, add, site, lanes: lanes as u32, size: elem.size() });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// In checked mode, emits the hoisted checks of `for` instruction `l` in a block taken
+/// when the loop runs (`runs`), continuing to `body` with `body_args`, else to `exit`
+/// with `exit_args`. Returns false, emitting nothing, when no check can be hoisted.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit_loop_entry(
+    fx: &mut FunctionCx,
+    l: lir::Inst,
+    d: DType,
+    (lb, ub): (Value, Value),
+    runs: Value,
+    (body, body_args): (cranelift_codegen::ir::Block, &[Value]),
+    (exit, exit_args): (cranelift_codegen::ir::Block, &[Value]),
+) -> Result<bool, CodegenError> {
+    let f = fx.f;
+    let Some(step) = const_int(f, f.insts[l].args[2]).filter(|&s| s > 0) else { return Ok(false) };
+    if !fx.opts.checked {
+        return Ok(false);
+    }
+    let accesses = hoistable(fx, l);
+    if accesses.is_empty() {
+        return Ok(false);
+    }
+    let pre = fx.bcx.create_block();
+    fx.bcx.ins().brif(runs, pre, &[], exit, &block_args(exit_args));
+    fx.bcx.switch_to_block(pre);
+    let dist = fx.bcx.ins().isub(ub, lb);
+    let dist = fx.bcx.ins().iadd_imm_s(dist, -1);
+    let trips = if (step as u64).is_power_of_two() {
+        fx.bcx.ins().ushr_imm_u(dist, step.trailing_zeros() as i64)
+    } else {
+        let ty = fx.bcx.func.dfg.value_type(dist);
+        let s = crate::base::iconst(&mut fx.bcx, ty, step);
+        fx.bcx.ins().udiv(dist, s)
+    };
+    let span_iv = fx.bcx.ins().imul_imm_s(trips, step);
+    let last = fx.bcx.ins().iadd(lb, span_iv);
+    for a in accesses {
+        let (mut first_off, mut last_off) = (lb, last);
+        if let Some(k) = a.add {
+            let k = fx.scalar(k)?;
+            first_off = fx.bcx.ins().iadd(first_off, k);
+            last_off = fx.bcx.ins().iadd(last_off, k);
+        }
+        let base = fx.scalar(a.ptr)?;
+        let first = element_address(fx, base, first_off, d, a.size);
+        let last_elem = element_address(fx, base, last_off, d, a.size);
+        let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
+        check_span(fx, a.site, first, end, a.size)?;
+        fx.prechecked.insert(a.inst);
+    }
+    fx.bcx.ins().jump(body, &block_args(body_args));
+    Ok(true)
+}
+
+fn element_address(fx: &mut FunctionCx, base: Value, index: Value, d: DType, size: u32) -> Value {
+    let index = crate::num::int_to_i64(&mut fx.bcx, d, index);
+    let scaled = fx.bcx.ins().ishl_imm_u(index, size.trailing_zeros() as i64);
+    fx.bcx.ins().iadd(base, scaled)
+}
+
+/// Branches to the out-of-bounds exit unless `[first, end)` lies inside the bounds of
+/// the site's argument: `first - origin ≤ end - origin ≤ span`, unsigned.
+fn check_span(
+    fx: &mut FunctionCx,
+    site: u32,
+    first: Value,
+    end: Value,
+    size: u32,
+) -> Result<(), CodegenError> {
+    let s = fx.site(site)?;
+    let ArgBounds { base, origin, span } = *fx
+        .checked_args
+        .get(&s.arg)
+        .ok_or_else(|| CodegenError::InvalidIr(format!("site {site} was not seen before code generation")))?;
+    let rel_first = fx.bcx.ins().isub(first, origin);
+    let rel_end = fx.bcx.ins().isub(end, origin);
+    let inverted = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThan, rel_first, rel_end);
+    let past = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThan, rel_end, span);
+    let bad = fx.bcx.ins().bor(inverted, past);
+    let cont = fx.bcx.create_block();
+    let fail = fx.bcx.create_block();
+    fx.bcx.set_cold_block(fail);
+    fx.bcx.ins().brif(bad, fail, &[], cont, &[]);
+
+    fx.bcx.switch_to_block(fail);
+    // The first element when it is outside; otherwise the first element past the end.
+    let shift = size.trailing_zeros() as i64;
+    let first_outside = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel_first, span);
+    let end_of_range = fx.bcx.ins().iadd(origin, span);
+    let at = fx.bcx.ins().select(first_outside, first, end_of_range);
+    let off = fx.bcx.ins().isub(at, base);
+    let elem = fx.bcx.ins().sshr_imm_u(off, shift);
+    let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
+    let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
+    let oob = fx.oob_block();
+    fx.bcx.ins().jump(oob, &block_args(&[site_v, arg_v, elem]));
+    fx.bcx.switch_to_block(cont);
+    Ok(())
+}

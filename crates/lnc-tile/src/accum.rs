@@ -1,0 +1,197 @@
+//! Several accumulators per reduction: a tile loop whose carried values are all reduction
+//! accumulators is unrolled `U` times with `U` independent accumulators, combined pairwise
+//! after the loop.
+//!
+//! ```text
+//! r = for iv = 0 to ub step L iter(a = init) { … yield a ⊕ x(iv) }
+//! =>
+//! ubU = max(ub, 0) & -(U·L)
+//! r0, …, rU-1 = for iv = 0 to ubU step U·L iter(a0 = init, a1 = e, …) {
+//!   … a0 ⊕ x(iv), a1 ⊕ x(iv + L), …          ; the body U times, in order
+//! }
+//! r = for iv = ubU to ub step L iter(a = (r0 ⊕ r1) ⊕ (r2 ⊕ r3)) { … yield a ⊕ x(iv) }
+//! ```
+//!
+//! One accumulator makes every tile wait for the previous addition (3–4 cycles of
+//! latency per vector), so a reduction runs at a fraction of the load throughput; `U`
+//! chains run in parallel. `e` is the neutral element of a sum and the initial value for
+//! a maximum or minimum (they are idempotent). The body's effects keep their order: copy
+//! `k` is iteration `U·j + k` of the original loop. Floating-point sums associate
+//! differently, as the lanes of a tile already do.
+//!
+//! A loop qualifies when it starts at 0 with a positive constant step, has no nested
+//! regions, and each carried value `a` is used once, by `a ⊕ x` with `⊕` an addition,
+//! maximum or minimum whose result only feeds the `yield`.
+
+use std::collections::{HashMap, HashSet};
+
+use lnc_lir::{BinOp, Const, Function, Inst, Opcode, ReduceOp, Region, Ty, Value};
+
+use crate::rewrite::{Parent, clone_insts, def, int_of, konst, parents};
+
+/// Bodies longer than this stay rolled: unrolling them costs more compile time than the
+/// latency it hides.
+const MAX_BODY: usize = 48;
+
+/// Unrolls every qualifying reduction loop `unroll` times (`unroll` ≥ 2).
+pub(crate) fn run(f: &mut Function, unroll: u8) {
+    if unroll < 2 {
+        return;
+    }
+    let mut loops = Vec::new();
+    f.walk(|i| {
+        if f.insts[i].opcode == Opcode::For {
+            loops.push(i);
+        }
+    });
+    let parent = parents(f);
+    for l in loops {
+        if let Some(ops) = reductions(f, l) {
+            unroll_loop(f, l, &ops, unroll as i64, parent[&l]);
+        }
+    }
+}
+
+/// The reduction of each carried value of `l`, when the loop qualifies.
+fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
+    let d = &f.insts[l];
+    if int_of(f, d.args[0]) != Some(0) || int_of(f, d.args[2]).is_none_or(|s| s <= 0) {
+        return None;
+    }
+    let body = &d.regions[0];
+    if body.args.len() < 2 || body.insts.len() > MAX_BODY {
+        return None;
+    }
+    let mut uses: HashMap<Value, Vec<Inst>> = HashMap::new();
+    for &j in &body.insts {
+        if !f.insts[j].regions.is_empty() {
+            return None;
+        }
+        for &a in &f.insts[j].args {
+            uses.entry(a).or_default().push(j);
+        }
+    }
+    let term = *body.insts.last()?;
+    let yields = &f.insts[term].args;
+    let mut ops = Vec::new();
+    for (k, &acc) in body.args[1..].iter().enumerate() {
+        let y = yields[k];
+        let step = def(f, y)?;
+        let op = match f.insts[step].opcode {
+            Opcode::Binary(op @ (BinOp::Add | BinOp::Max | BinOp::Min)) => op,
+            _ => return None,
+        };
+        let sd = &f.insts[step];
+        let acc_uses = uses.get(&acc).map_or(&[][..], Vec::as_slice);
+        let y_uses = uses.get(&y).map_or(&[][..], Vec::as_slice);
+        if acc_uses != [step] || sd.args.iter().filter(|&&a| a == acc).count() != 1 || y_uses != [term] {
+            return None;
+        }
+        ops.push(op);
+    }
+    Some(ops)
+}
+
+/// Rewrites loop `l` as in the module documentation.
+fn unroll_loop(f: &mut Function, l: Inst, ops: &[BinOp], u: i64, parent: Parent) {
+    let span = f.spans[l];
+    let (ub, step) = (f.insts[l].args[1], int_of(f, f.insts[l].args[2]).expect("constant step"));
+    let ivt = f.ty(ub);
+    let it = ivt.dtype();
+    let inits: Vec<Value> = f.insts[l].args[3..].to_vec();
+    let body = f.insts[l].regions[0].clone();
+    let (iv, accs) = (body.args[0], &body.args[1..]);
+    let (term, insts) = body.insts.split_last().expect("a loop body ends in yield");
+    let yields = f.insts[*term].args.clone();
+
+    let mut before = Vec::new();
+    let mut emit = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {
+        let i = f.create_inst(op, args, &[ty], span);
+        before.push(i);
+        f.insts[i].results[0]
+    };
+    let zero = konst(f, it, Const::Int(0));
+    let mask = konst(f, it, Const::Int(-(u * step)));
+    let nonneg = emit(f, Opcode::Binary(BinOp::Max), vec![ub, zero], ivt);
+    let ub_u = emit(f, Opcode::Binary(BinOp::And), vec![nonneg, mask], ivt);
+    // The other accumulators start at the neutral element of a sum, or at the initial
+    // value of an idempotent maximum or minimum.
+    let mut zeros: HashMap<Ty, Value> = HashMap::new();
+    let mut rest = Vec::new();
+    for (k, &op) in ops.iter().enumerate() {
+        rest.push(if op == BinOp::Add {
+            let ty = f.ty(inits[k]);
+            if let Some(&z) = zeros.get(&ty) {
+                z
+            } else {
+                let c = konst(f, ty.dtype(), crate::emit::neutral(ReduceOp::Sum, ty.dtype()));
+                let z = if ty.is_tile() { emit(f, Opcode::Splat, vec![c], ty) } else { c };
+                zeros.insert(ty, z);
+                z
+            }
+        } else {
+            inits[k]
+        });
+    }
+    let mut starts: Vec<Vec<Value>> = vec![inits.clone()];
+    starts.extend((1..u).map(|_| rest.clone()));
+    let step_u = konst(f, it, Const::Int(u * step));
+    let mut args = vec![zero, ub_u, step_u];
+    args.extend(starts.iter().flatten().copied());
+    let tys: Vec<Ty> = (0..u).flat_map(|_| inits.iter().map(|&v| f.ty(v))).collect::<Vec<_>>();
+    let wide = f.create_inst(Opcode::For, args, &tys, span);
+    let wide_iv = f.create_region_arg(wide, 0, 0, ivt);
+    let mut region = Region { args: vec![wide_iv], insts: Vec::new() };
+    let mut next = Vec::new();
+    for k in 0..u {
+        let mut map = HashMap::new();
+        let iv_k = if k == 0 {
+            wide_iv
+        } else {
+            let off = konst(f, it, Const::Int(k * step));
+            let i = f.create_inst(Opcode::Binary(BinOp::Add), vec![wide_iv, off], &[ivt], span);
+            region.insts.push(i);
+            f.insts[i].results[0]
+        };
+        map.insert(iv, iv_k);
+        for (j, &a) in accs.iter().enumerate() {
+            let idx = 1 + (k as usize) * accs.len() + j;
+            let na = f.create_region_arg(wide, 0, idx as u32, f.ty(a));
+            region.args.push(na);
+            map.insert(a, na);
+        }
+        region.insts.extend(clone_insts(f, insts, &mut map, &mut HashSet::new()));
+        next.extend(yields.iter().map(|y| map[y]));
+    }
+    let y = f.create_inst(Opcode::Yield, next, &[], span);
+    region.insts.push(y);
+    f.insts[wide].regions = vec![region];
+    before.push(wide);
+
+    // Pairwise combination of the U partial results of each accumulator.
+    let results = f.insts[wide].results.clone();
+    let mut combined = Vec::new();
+    for (j, &op) in ops.iter().enumerate() {
+        let mut level: Vec<Value> = (0..u as usize).map(|k| results[k * accs.len() + j]).collect();
+        let ty = f.ty(level[0]);
+        while level.len() > 1 {
+            level = level
+                .chunks(2)
+                .map(|p| {
+                    if p.len() == 1 {
+                        return p[0];
+                    }
+                    let i = f.create_inst(Opcode::Binary(op), p.to_vec(), &[ty], span);
+                    before.push(i);
+                    f.insts[i].results[0]
+                })
+                .collect();
+        }
+        combined.push(level[0]);
+    }
+    let a = &mut f.insts[l].args;
+    a[0] = ub_u;
+    a.truncate(3);
+    a.extend(combined);
+    crate::rewrite::insert_before(f, parent, l, &before);
+}

@@ -1,0 +1,114 @@
+//! Several accumulators per reduction: the unrolled loop, its pairwise combination, the
+//! remainder loop — and the same results as the block IR for lengths around multiples of
+//! the unrolled step, with and without the other passes.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::{DType, Opcode};
+use lnc_tile::TileOptions;
+
+/// Lengths around multiples of 4 lanes × 4 accumulators in a block of `block`.
+fn ns(block: i64) -> Vec<i64> {
+    let mut v = vec![-3, 0, 1, 3, 4, 5, 15, 16, 17, 31, 33, block - 1, block, block + 2];
+    v.retain(|&n| n <= block + 2);
+    v.sort();
+    v.dedup();
+    v
+}
+
+const THREE: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + i, mask=m, other=0.)
+    s = tl.sum(x, axis=0)
+    hi = tl.max(tl.where(m, x, -1e30), axis=0)
+    lo = tl.min(tl.where(m, x, 1e30), axis=0)
+    tl.store(Y, s)
+    tl.store(Y + 1, hi)
+    tl.store(Y + 2, lo)
+"#;
+
+/// A sum, a maximum and a minimum in one loop: four accumulators each, the maximum and
+/// minimum starting all four at their initial value.
+#[test]
+fn three_reductions_in_one_loop_get_four_accumulators_each() {
+    let text = lir_text(THREE, "k", "*fp32,*fp32,i32,64");
+    insta::assert_snapshot!(text);
+    for n in ns(64) {
+        let f = bir(THREE, "k", "*fp32,*fp32,i32,64");
+        let bufs = [f32_buffer(7, 64), Buffer::zeros(DType::F32, 3)];
+        differential(
+            &f,
+            [1, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(64)],
+            &bufs,
+            &[1, 4, 8],
+        );
+    }
+}
+
+const WITH_STORE: &str = r#"
+@triton.jit
+def k(X, Y, S, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + i, mask=m, other=0.)
+    tl.store(Y + i, x * 2., mask=m)
+    tl.store(S, tl.sum(x * x, axis=0))
+"#;
+
+/// A loop that stores and reduces: the copies of the body keep the stores in order.
+#[test]
+fn a_loop_with_a_store_keeps_its_stores() {
+    let text = lir_text(WITH_STORE, "k", "*fp32,*fp32,*fp32,i32,64");
+    insta::assert_snapshot!(text);
+    for n in ns(64) {
+        let f = bir(WITH_STORE, "k", "*fp32,*fp32,*fp32,i32,64");
+        let bufs = [f32_buffer(2, 64), Buffer::zeros(DType::F32, 64), Buffer::zeros(DType::F32, 1)];
+        let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(n), ArgValue::Int(64)];
+        differential(&f, [1, 1, 1], &args, &bufs, &[1, 4]);
+    }
+}
+
+const INT_SUM: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0)
+    tl.store(Y, tl.sum(x * 1000003, axis=0))
+"#;
+
+/// An integer sum that wraps: any association gives the same bits.
+#[test]
+fn a_wrapping_integer_sum_is_exact() {
+    for n in ns(128) {
+        let f = bir(INT_SUM, "k", "*i32,*i32,i32,128");
+        let vals: Vec<f64> = data(5, 128).iter().map(|v| (v * 1e9).round()).collect();
+        let bufs = [Buffer::from_f64_values(DType::I32, &vals), Buffer::zeros(DType::I32, 1)];
+        differential(&f, [1, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(128)], &bufs, &[1, 4]);
+    }
+}
+
+/// The wide loop steps over `unroll` tiles and carries `unroll` accumulators; with
+/// `unroll: 1` the pass does nothing.
+#[test]
+fn the_unroll_option_sets_the_accumulators() {
+    let f = bir(THREE, "k", "*fp32,*fp32,i32,64");
+    for (unroll, wide) in [(1u8, 0usize), (2, 2), (4, 4), (8, 8)] {
+        let l = tile_opts(&f, TileOptions { lanes: 4, bounds: true, unroll }).expect("tiles");
+        let mut carried = Vec::new();
+        l.walk(|i| {
+            if l.insts[i].opcode == Opcode::For {
+                carried.push(l.insts[i].args.len() - 3);
+            }
+        });
+        // The unrolled loop carries `unroll` copies of the 3 accumulators.
+        let expect_wide = if wide == 0 { 0 } else { 3 * wide };
+        assert_eq!(carried.iter().filter(|&&c| c == expect_wide && c > 3).count(), usize::from(wide > 0));
+        assert_eq!(carried.iter().filter(|&&c| c == 3).count(), 2, "steady remainder and tail: {carried:?}");
+    }
+}
