@@ -19,10 +19,11 @@ pub mod canonicalize;
 pub mod cse;
 pub mod dce;
 pub mod fold;
+pub mod sink;
 mod util;
 
 /// The passes of [`optimize`], in the order they run.
-pub const PASSES: &[&str] = &[canonicalize::NAME, fold::NAME, cse::NAME, dce::NAME];
+pub const PASSES: &[&str] = &[canonicalize::NAME, fold::NAME, cse::NAME, sink::NAME, dce::NAME];
 
 /// How many times [`optimize`] runs the list at most. Each round only shrinks or
 /// simplifies the function, so this is a guard against a pair of rewrites undoing each
@@ -36,6 +37,7 @@ pub fn run_pass(name: &str, func: &mut Function) -> Option<bool> {
         canonicalize::NAME => canonicalize::run(func),
         fold::NAME => fold::run(func),
         cse::NAME => cse::run(func),
+        sink::NAME => sink::run(func),
         dce::NAME => dce::run(func),
         _ => return None,
     })
