@@ -145,8 +145,9 @@ fn drop_unused_results(func: &mut Function) {
         }
     });
     for old in ifs {
-        let keep: Vec<usize> =
-            (0..func.insts[old].results.len()).filter(|&k| read.contains(&func.insts[old].results[k])).collect();
+        let keep: Vec<usize> = (0..func.insts[old].results.len())
+            .filter(|&k| read.contains(&func.insts[old].results[k]))
+            .collect();
         let tys: Vec<_> = keep.iter().map(|&k| func.ty(func.insts[old].results[k])).collect();
         let span = func.span(old);
         let new = func.create_inst(Opcode::If, func.insts[old].args.clone(), &tys, span);
