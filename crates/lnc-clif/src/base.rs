@@ -47,8 +47,6 @@ pub(crate) struct FunctionCx<'a, 'b> {
 /// bytes at address `a` is inside when `a - origin <u max(span - bytes + 1, 0)`.
 #[derive(Clone, Copy)]
 pub(crate) struct ArgBounds {
-    /// The argument's address.
-    pub(crate) base: Value,
     /// `base + lo`: the lowest valid address.
     pub(crate) origin: Value,
     /// `hi - lo`: the size of the valid range.
@@ -147,7 +145,7 @@ fn load_checked_args(fx: &mut FunctionCx) -> Result<(), CodegenError> {
         let hi = fx.load_abi(types::I64, bounds, entry + bounds_offsets::HI);
         let origin = fx.bcx.ins().iadd(base, lo);
         let span = fx.bcx.ins().isub(hi, lo);
-        fx.checked_args.insert(arg, ArgBounds { base, origin, span });
+        fx.checked_args.insert(arg, ArgBounds { origin, span });
     }
     Ok(())
 }
@@ -320,15 +318,34 @@ impl FunctionCx<'_, '_> {
         Ok(self.load_abi(types::I64, self.abi[0], offset))
     }
 
-    /// The shared block that records an out-of-bounds fault and returns; filled by
-    /// [`FunctionCx::fill_exit_blocks`] (a block cannot be left half-built).
-    pub(crate) fn oob_block(&mut self) -> Block {
+    /// Ends the current block with a jump to the shared out-of-bounds exit: the access of
+    /// `site`, whose elements are `1 << shift` bytes, left its argument's bounds, and
+    /// `addr` is the address of its first element or of the lowest lane at fault.
+    pub(crate) fn fail_out_of_bounds(
+        &mut self,
+        site: u32,
+        addr: Value,
+        shift: u32,
+    ) -> Result<(), CodegenError> {
+        let arg = self.site(site)?.arg;
+        let b = self.oob_block();
+        let site_v = self.bcx.ins().iconst(types::I32, site as i64);
+        let arg_v = self.bcx.ins().iconst(types::I32, arg as i64);
+        let shift_v = self.bcx.ins().iconst(types::I64, shift as i64);
+        self.bcx.ins().jump(b, &block_args(&[site_v, arg_v, addr, shift_v]));
+        Ok(())
+    }
+
+    /// The shared out-of-bounds exit, `(site: i32, arg: i32, addr: i64, shift: i64)`;
+    /// filled by [`FunctionCx::fill_exit_blocks`] (a block cannot be left half-built).
+    /// The element to report is computed there, once, not at every check.
+    fn oob_block(&mut self) -> Block {
         if let Some(b) = self.oob_block {
             return b;
         }
         let b = self.bcx.create_block();
         self.bcx.set_cold_block(b);
-        for ty in [types::I32, types::I32, types::I64] {
+        for ty in [types::I32, types::I32, types::I64, types::I64] {
             self.bcx.append_block_param(b, ty);
         }
         self.oob_block = Some(b);
@@ -353,10 +370,31 @@ impl FunctionCx<'_, '_> {
     fn fill_exit_blocks(&mut self) {
         if let Some(b) = self.oob_block {
             self.bcx.switch_to_block(b);
-            let &[site, arg, offset] = self.bcx.block_params(b) else {
-                unreachable!("created with three parameters")
+            let &[site, arg, addr, shift] = self.bcx.block_params(b) else {
+                unreachable!("created with four parameters")
             };
-            self.store_fault(site, arg, offset);
+            // The argument's address and bounds, looked up by slot at run time.
+            let slot = self.bcx.ins().uextend(types::I64, arg);
+            let slot_off = self.bcx.ins().ishl_imm_u(slot, 3);
+            let slot_addr = self.bcx.ins().iadd(self.abi[0], slot_off);
+            let base = self.load_abi(types::I64, slot_addr, 0);
+            let table = self.load_abi(types::I64, self.abi[3], ctx_offsets::BOUNDS);
+            let entry_off = self.bcx.ins().imul_imm_u(slot, bounds_offsets::SIZE as i64);
+            let entry = self.bcx.ins().iadd(table, entry_off);
+            let lo = self.load_abi(types::I64, entry, bounds_offsets::LO);
+            let hi = self.load_abi(types::I64, entry, bounds_offsets::HI);
+            // Below the bounds: `addr` itself. Otherwise the first element from `addr` on
+            // that reaches past the end.
+            let off = self.bcx.ins().isub(addr, base);
+            let room = self.bcx.ins().isub(hi, off);
+            let k = self.bcx.ins().sshr(room, shift);
+            let zero = self.bcx.ins().iconst(types::I64, 0);
+            let k = self.bcx.ins().smax(k, zero);
+            let below = self.bcx.ins().icmp(IntCC::SignedLessThan, off, lo);
+            let k = self.bcx.ins().select(below, zero, k);
+            let first = self.bcx.ins().sshr(off, shift);
+            let elem = self.bcx.ins().iadd(first, k);
+            self.store_fault(site, arg, elem);
             let status = self.bcx.ins().iconst(types::I32, Status::OutOfBounds as i64);
             self.bcx.ins().return_(&[status]);
         }

@@ -21,7 +21,7 @@
 //! order: the launch fails either way, naming a real out-of-bounds access.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, Value, types};
+use cranelift_codegen::ir::{InstBuilder, Value};
 use lnc_lir::{self as lir, Addressing, BinOp, Const, DType, Opcode, Ty, ValueDef};
 
 use crate::CodegenError;
@@ -167,7 +167,7 @@ fn check_span(
     size: u32,
 ) -> Result<(), CodegenError> {
     let s = fx.site(site)?;
-    let ArgBounds { base, origin, span } = *fx
+    let ArgBounds { origin, span } = *fx
         .checked_args
         .get(&s.arg)
         .ok_or_else(|| CodegenError::InvalidIr(format!("site {site} was not seen before code generation")))?;
@@ -182,17 +182,8 @@ fn check_span(
     fx.bcx.ins().brif(bad, fail, &[], cont, &[]);
 
     fx.bcx.switch_to_block(fail);
-    // The first element when it is outside; otherwise the first element past the end.
-    let shift = size.trailing_zeros() as i64;
-    let first_outside = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel_first, span);
-    let end_of_range = fx.bcx.ins().iadd(origin, span);
-    let at = fx.bcx.ins().select(first_outside, first, end_of_range);
-    let off = fx.bcx.ins().isub(at, base);
-    let elem = fx.bcx.ins().sshr_imm_u(off, shift);
-    let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
-    let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
-    let oob = fx.oob_block();
-    fx.bcx.ins().jump(oob, &block_args(&[site_v, arg_v, elem]));
+    // The shared exit reports `first` when it is outside, else the first element past the end.
+    fx.fail_out_of_bounds(site, first, size.trailing_zeros())?;
     fx.bcx.switch_to_block(cont);
     Ok(())
 }

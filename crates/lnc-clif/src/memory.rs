@@ -1,9 +1,11 @@
 //! Loads, stores, atomics, scratch buffers and the bounds checks of safe launches.
 //!
 //! A contiguous tile whose lanes are all enabled is one vector access per part (one
-//! range check in checked mode). Otherwise every lane is its own access behind a branch
-//! on its mask bit, so a disabled lane is never touched, not even read: that is what
-//! lets a mask guard a ragged tail at the very end of a buffer.
+//! range check in checked mode). Otherwise every lane is its own scalar access, and a
+//! disabled lane accesses a dummy location in the program context instead of its
+//! element, so a disabled lane's element is never touched, not even read: that is what
+//! lets a mask guard a ragged tail at the very end of a buffer. The lanes are checked
+//! together, with one branch.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, MemFlagsData, Type, Value, types};
@@ -78,7 +80,7 @@ fn check_range(
     if !fx.opts.checked || !a.checked {
         return Ok(());
     }
-    let ArgBounds { base, origin, span } = *fx
+    let ArgBounds { origin, span } = *fx
         .checked_args
         .get(&s.arg)
         .ok_or_else(|| invalid(format!("site {site} was not seen before code generation")))?;
@@ -99,26 +101,7 @@ fn check_range(
     fx.bcx.ins().brif(bad, fail, &[], cont, &[]);
 
     fx.bcx.switch_to_block(fail);
-    let off = fx.bcx.ins().isub(addr, base);
-    let shift = size.trailing_zeros() as i64;
-    let mut elem = fx.bcx.ins().sshr_imm_u(off, shift);
-    if lanes > 1 {
-        // Below `lo`: lane 0. Otherwise the first lane reaching past `hi`.
-        let lo = fx.bcx.ins().isub(origin, base);
-        let hi = fx.bcx.ins().iadd(lo, span);
-        let room = fx.bcx.ins().isub(hi, off);
-        let k = fx.bcx.ins().sshr_imm_u(room, shift);
-        let last = fx.bcx.ins().iconst(types::I64, lanes as i64 - 1);
-        let k = fx.bcx.ins().smax(k, zero);
-        let k = fx.bcx.ins().smin(k, last);
-        let below = fx.bcx.ins().icmp(IntCC::SignedLessThan, off, lo);
-        let k = fx.bcx.ins().select(below, zero, k);
-        elem = fx.bcx.ins().iadd(elem, k);
-    }
-    let site_v = fx.bcx.ins().iconst(types::I32, site as i64);
-    let arg_v = fx.bcx.ins().iconst(types::I32, s.arg as i64);
-    let oob = fx.oob_block();
-    fx.bcx.ins().jump(oob, &block_args(&[site_v, arg_v, elem]));
+    fx.fail_out_of_bounds(site, addr, size.trailing_zeros())?;
     fx.bcx.switch_to_block(cont);
     Ok(())
 }
@@ -350,7 +333,77 @@ fn other_tile(
     }
 }
 
-/// A tile load lane by lane, each lane guarded by its mask bit.
+/// Where a masked-off lane of a load or store goes instead of its own address: the
+/// program context's fault record, 16 bytes the program owns that are only read after
+/// the program reports a fault (which rewrites them). Branching around every lane
+/// instead costs Cranelift more blocks than the rest of a kernel.
+fn dummy_address(fx: &mut FunctionCx) -> Value {
+    fx.bcx.ins().iadd_imm_s(fx.abi[3], ctx_offsets::FAULT_SITE as i64)
+}
+
+/// The address lane `k` accesses: its own when enabled, the dummy otherwise.
+fn lane_target(fx: &mut FunctionCx, addr: Value, bit: Option<Value>, dummy: Value) -> Value {
+    match bit {
+        Some(b) => fx.bcx.ins().select(b, addr, dummy),
+        None => addr,
+    }
+}
+
+/// In checked mode, one branch to the out-of-bounds exit when any enabled lane's element
+/// of `size` bytes lies outside the site's argument; the fault names the lowest such lane.
+fn check_lanes(
+    fx: &mut FunctionCx,
+    a: Access,
+    addrs: &[Value],
+    bits: &[Option<Value>],
+    size: u32,
+) -> Result<(), CodegenError> {
+    let s = fx.site(a.site)?;
+    if !fx.opts.checked || !a.checked {
+        return Ok(());
+    }
+    let ArgBounds { origin, span } = *fx
+        .checked_args
+        .get(&s.arg)
+        .ok_or_else(|| invalid(format!("site {} was not seen before code generation", a.site)))?;
+    let limit = fx.bcx.ins().iadd_imm_s(span, 1 - size as i64);
+    let zero = fx.bcx.ins().iconst(types::I64, 0);
+    let limit = fx.bcx.ins().smax(limit, zero);
+    let mut bad_lanes = Vec::with_capacity(addrs.len());
+    for (&addr, bit) in addrs.iter().zip(bits) {
+        let rel = fx.bcx.ins().isub(addr, origin);
+        let out = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, rel, limit);
+        bad_lanes.push(match bit {
+            Some(b) => {
+                let on = fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, *b, 0);
+                fx.bcx.ins().band(out, on)
+            }
+            None => out,
+        });
+    }
+    let any = bad_lanes.iter().copied().reduce(|x, y| fx.bcx.ins().bor(x, y)).expect("a tile has lanes");
+    let cont = fx.bcx.create_block();
+    let fail = fx.bcx.create_block();
+    fx.bcx.set_cold_block(fail);
+    // The failure edge first (see `check_range`).
+    fx.bcx.ins().brif(any, fail, &[], cont, &[]);
+
+    fx.bcx.switch_to_block(fail);
+    // The lowest lane at fault.
+    let mut at = None;
+    for (&addr, &bad) in addrs.iter().zip(&bad_lanes).rev() {
+        at = Some(match at {
+            None => addr,
+            Some(later) => fx.bcx.ins().select(bad, addr, later),
+        });
+    }
+    fx.fail_out_of_bounds(a.site, at.expect("a tile has lanes"), size.trailing_zeros())?;
+    fx.bcx.switch_to_block(cont);
+    Ok(())
+}
+
+/// A tile load lane by lane: an enabled lane reads its element, a masked-off lane reads
+/// the dummy and takes `other`.
 fn load_lanes(
     fx: &mut FunctionCx,
     a: Access,
@@ -371,14 +424,16 @@ fn load_lanes(
     if others.len() != lanes as usize {
         return Err(invalid("`other` and the loaded tile have different lane counts"));
     }
+    check_lanes(fx, a, &addrs, &bits, d.size())?;
+    let dummy = dummy_address(fx);
     let mut out = Vec::with_capacity(lanes as usize);
     for k in 0..lanes as usize {
-        let addr = addrs[k];
-        let v = guarded(fx, bits[k], Some(others[k]), |fx| {
-            check_range(fx, a, addr, 1, d.size())?;
-            load_scalar(fx, d, addr, 0).map(Some)
-        })?;
-        out.push(v.expect("guarded returns a value with `other`"));
+        let target = lane_target(fx, addrs[k], bits[k], dummy);
+        let v = load_scalar(fx, d, target, 0)?;
+        out.push(match bits[k] {
+            Some(b) => fx.bcx.ins().select(b, v, others[k]),
+            None => v,
+        });
     }
     Ok(Tile { per: 1, parts: out })
 }
@@ -465,13 +520,11 @@ fn store_lanes(
     let addrs = lane_addresses(fx, a, d, lanes)?;
     let bits = mask_lanes(fx, mask, lanes as usize);
     let vals = value::lanes(&mut fx.bcx, d, t);
+    check_lanes(fx, a, &addrs, &bits, d.size())?;
+    let dummy = dummy_address(fx);
     for k in 0..lanes as usize {
-        let (addr, v) = (addrs[k], vals[k]);
-        guarded(fx, bits[k], None, |fx| {
-            check_range(fx, a, addr, 1, d.size())?;
-            store_scalar(fx, d, v, addr, 0);
-            Ok(None)
-        })?;
+        let target = lane_target(fx, addrs[k], bits[k], dummy);
+        store_scalar(fx, d, vals[k], target, 0);
     }
     Ok(())
 }

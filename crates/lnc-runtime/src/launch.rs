@@ -1,19 +1,24 @@
 //! The grid launcher: runs every program of a grid once, on a rayon thread pool.
 //!
-//! The grid is flattened with axis 0 fastest and cut into contiguous chunks of program
-//! ids, a few per worker: neighbouring programs usually touch neighbouring rows, so a
-//! worker walking a contiguous range keeps its prefetchers busy, and a few chunks per
-//! worker absorb uneven progress between threads (the machine is shared).
+//! The grid is flattened with axis 0 fastest. Each worker takes the next contiguous chunk
+//! of program ids from a shared counter until none is left, as a GPU starts blocks in
+//! order: programs that run at the same time have neighbouring ids, a worker walking its
+//! chunk touches neighbouring rows (its prefetchers stay busy), and a slow worker (the
+//! machine is shared) takes fewer chunks. Chunks are short and of odd length: with
+//! chunks of a power-of-two length, workers fall into step at distances that are
+//! multiples of the power-of-two group counts kernels hash program ids into (the seed
+//! backward's `row % GROUP_SIZE_M` locks), and then wait on the same lock every time.
 //!
-//! Each chunk runs with one [`ProgramCtx`] and one scratch area, reused by all of its
-//! programs: the scratch area of a program is dead when the program returns, so nothing
-//! is allocated per program. Scratch areas are cached per thread between launches, which
-//! keeps a warm one-program launch to a function call plus a few stores.
+//! A worker uses one [`ProgramCtx`] and one scratch area for all of its programs: the
+//! scratch area of a program is dead when the program returns, so nothing is allocated
+//! per program. Scratch areas are cached per thread between launches, which keeps a warm
+//! one-program launch to a function call plus a few stores.
 //!
 //! Faults are deterministic: the error names the faulting program with the lowest flat
-//! index, whatever the number of threads. Workers stop at the first program whose index
-//! is above the lowest fault seen so far, so every program that could fault earlier still
-//! runs and a faulting launch does not run to the end of the grid.
+//! index, whatever the number of threads. Chunks are handed out in increasing order and
+//! workers stop at the first program whose index is above the lowest fault seen so far,
+//! so every program that could fault earlier still runs and a faulting launch does not
+//! run to the end of the grid.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -26,8 +31,13 @@ use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status};
 /// Alignment of scratch areas, as the ABI promises.
 pub const SCRATCH_ALIGN: usize = 64;
 
-/// Chunks handed out per worker thread.
-const CHUNKS_PER_WORKER: usize = 4;
+/// The longest chunk of programs a worker takes at once (odd: see the module docs). Long
+/// enough that the shared counter is touched once per dozens of programs.
+const MAX_CHUNK: u64 = 31;
+
+/// Chunks per worker at least, when the grid is small: the slack that lets fast workers
+/// take over from slow ones.
+const MIN_CHUNKS_PER_WORKER: u64 = 8;
 
 /// Why a launch failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -111,24 +121,20 @@ pub unsafe fn launch(
         lowest_fault: AtomicU64::new(u64::MAX),
     };
     if total == 1 {
-        return job.run_chunk(0, 1).map_err(|f| f.1);
+        return job.run_worker(&AtomicU64::new(0), 1, 1).map_err(|f| f.1);
     }
     let threads = match pool {
         Some(p) => p.current_num_threads(),
         None => rayon::current_num_threads(),
-    };
-    let chunks = total.min((threads.max(1) * CHUNKS_PER_WORKER) as u64) as usize;
+    } as u64;
+    let chunk = (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, MAX_CHUNK) | 1;
+    let workers = threads.max(1).min(total.div_ceil(chunk));
+    let next = AtomicU64::new(0);
     let run = || {
-        (0..chunks)
+        (0..workers as usize)
             .into_par_iter()
             .with_max_len(1)
-            .filter_map(|c| {
-                // Chunk `c` covers `[total*c/chunks, total*(c+1)/chunks)`; u128 because
-                // `total * chunks` may exceed u64.
-                let start = (total as u128 * c as u128 / chunks as u128) as u64;
-                let end = (total as u128 * (c + 1) as u128 / chunks as u128) as u64;
-                job.run_chunk(start, end).err().map(|e| (e.0, e.1))
-            })
+            .filter_map(|_| job.run_worker(&next, chunk, total).err().map(|e| (e.0, e.1)))
             .min_by_key(|&(index, _)| index)
     };
     let first = match pool {
@@ -138,7 +144,7 @@ pub unsafe fn launch(
     first.map_or(Ok(()), |(_, e)| Err(e))
 }
 
-/// What every chunk of one launch shares.
+/// What every worker of one launch shares.
 struct Job {
     kernel: KernelFn,
     grid: [u32; 3],
@@ -157,28 +163,44 @@ unsafe impl Sync for Job {}
 struct Failure(u64, LaunchError);
 
 impl Job {
-    /// Runs programs `start..end` in order; returns the first failure.
-    fn run_chunk(&self, start: u64, end: u64) -> Result<(), Failure> {
-        let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(start, e))?;
+    /// Takes chunks of `chunk` programs from `next` until the grid's `total` programs are
+    /// handed out, running each chunk's programs in order; returns the first failure.
+    fn run_worker(&self, next: &AtomicU64, chunk: u64, total: u64) -> Result<(), Failure> {
+        let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(0, e))?;
         let mut ctx = ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default() };
+        let mut result = Ok(());
+        loop {
+            let start = next.fetch_add(chunk, Ordering::Relaxed);
+            if start >= total || start > self.lowest_fault.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(e) = self.run_chunk(&mut ctx, start, (start + chunk).min(total)) {
+                result = Err(e);
+                break;
+            }
+        }
+        scratch.give_back();
+        result
+    }
+
+    /// Runs programs `start..end` in order; returns the first failure.
+    fn run_chunk(&self, ctx: &mut ProgramCtx, start: u64, end: u64) -> Result<(), Failure> {
         let [gx, gy, _] = self.grid;
         let (gx, gy) = (gx as u64, gy as u64);
         let mut pid = [(start % gx) as u32, (start / gx % gy) as u32, (start / (gx * gy)) as u32];
-        let mut result = Ok(());
         for index in start..end {
             if index > self.lowest_fault.load(Ordering::Relaxed) {
                 break;
             }
             // SAFETY: the caller's guarantees documented on `launch`.
-            let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), &mut ctx) };
+            let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx) };
             if code != Status::Ok as u32 {
                 self.lowest_fault.fetch_min(index, Ordering::Relaxed);
                 let error = match status_of(code) {
                     Some(status) => LaunchError::Fault { status, pid, fault: ctx.fault },
                     None => LaunchError::UnknownStatus { code, pid },
                 };
-                result = Err(Failure(index, error));
-                break;
+                return Err(Failure(index, error));
             }
             pid[0] += 1;
             if pid[0] as u64 == gx {
@@ -190,8 +212,7 @@ impl Job {
                 }
             }
         }
-        scratch.give_back();
-        result
+        Ok(())
     }
 }
 
