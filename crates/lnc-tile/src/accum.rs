@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 
 use lnc_lir::{BinOp, Const, Function, Inst, Opcode, ReduceOp, Region, Ty, Value};
 
-use crate::rewrite::{Parent, clone_insts, def, int_of, konst, parents};
+use crate::rewrite::{Lanes, Parent, clone_insts, def, int_of, konst, parents};
 
 /// Bodies longer than this stay rolled: unrolling them costs more compile time than the
 /// latency it hides.
@@ -62,6 +62,14 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
     if body.args.len() < 2 || body.insts.len() > MAX_BODY {
         return None;
     }
+    Some(carried_updates(f, l)?.into_iter().map(|(op, _)| op).collect())
+}
+
+/// For each carried value `a` of loop `l` (whose body has no nested regions), the
+/// operation `⊕` and the instruction `a ⊕ x` that updates it: `a` is read once, by that
+/// addition, maximum or minimum, whose result only feeds the `yield`.
+pub(crate) fn carried_updates(f: &Function, l: Inst) -> Option<Vec<(BinOp, Inst)>> {
+    let body = &f.insts[l].regions[0];
     let mut uses: HashMap<Value, Vec<Inst>> = HashMap::new();
     for &j in &body.insts {
         if !f.insts[j].regions.is_empty() {
@@ -73,7 +81,7 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
     }
     let term = *body.insts.last()?;
     let yields = &f.insts[term].args;
-    let mut ops = Vec::new();
+    let mut out = Vec::new();
     for (k, &acc) in body.args[1..].iter().enumerate() {
         let y = yields[k];
         let step = def(f, y)?;
@@ -87,9 +95,9 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
         if acc_uses != [step] || sd.args.iter().filter(|&&a| a == acc).count() != 1 || y_uses != [term] {
             return None;
         }
-        ops.push(op);
+        out.push((op, step));
     }
-    Some(ops)
+    Some(out)
 }
 
 /// Rewrites loop `l` as in the module documentation.
@@ -160,7 +168,7 @@ fn unroll_loop(f: &mut Function, l: Inst, ops: &[BinOp], u: i64, parent: Parent)
             region.args.push(na);
             map.insert(a, na);
         }
-        region.insts.extend(clone_insts(f, insts, &mut map, &mut HashSet::new()));
+        region.insts.extend(clone_insts(f, insts, &mut map, &mut HashSet::new(), Lanes::Same));
         next.extend(yields.iter().map(|y| map[y]));
     }
     let y = f.create_inst(Opcode::Yield, next, &[], span);

@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, Value};
 
 use crate::rewrite::{
-    Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, konst, parents,
-    walk_nested,
+    Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, konst,
+    parents, walk_nested,
 };
 
 /// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps.
@@ -416,8 +416,8 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     };
     // The steady loop: a clone of the loop up to `full`, the predicate all-true.
     let mut map = HashMap::new();
-    let mut truthy = pset;
-    let steady = clone_insts(f, &[l], &mut map, &mut truthy)[0];
+    let mut truthy = pset.clone();
+    let steady = clone_insts(f, &[l], &mut map, &mut truthy, Lanes::Same)[0];
     f.insts[steady].args[1] = full;
     new.push(steady);
     let results = f.insts[steady].results.clone();
@@ -426,5 +426,93 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     args[1] = tub;
     args.truncate(3);
     args.extend(results);
+    if c.droppable && c.key.step > 1 {
+        new.extend(scalar_tail(f, l, nb, &pset).unwrap_or_default());
+    }
     insert_before(f, parent, l, &new);
+}
+
+/// Turns the tail `for iv = full to TUB step L { … mask P … }` of a droppable loop into
+/// `for iv = full to nb step 1 { … }` on scalars: every `iv` below `nb` has `P` true, so
+/// the accesses lose their masks (and their lanes), and Cranelift gets a few scalar
+/// instructions instead of a tile of masked lanes. A carried accumulator stays a tile,
+/// each scalar added into lane 0 (a maximum or minimum takes it on every lane). Returns
+/// the instructions to put before the loop, or `None` (nothing changed) when the body
+/// depends on its lane count or on tiles from outside.
+fn scalar_tail(f: &mut Function, l: Inst, nb: Value, pset: &HashSet<Value>) -> Option<Vec<Inst>> {
+    let updates = crate::accum::carried_updates(f, l)?;
+    let body = f.insts[l].regions[0].clone();
+    let (_, insts) = body.insts.split_last()?;
+    let update_insts: HashSet<Inst> = updates.iter().map(|&(_, u)| u).collect();
+    let rest: Vec<Inst> = insts.iter().copied().filter(|i| !update_insts.contains(i)).collect();
+    let defined: HashSet<Value> = rest.iter().flat_map(|&i| f.insts[i].results.clone()).collect();
+    for &i in &rest {
+        let d = &f.insts[i];
+        if matches!(d.opcode, Opcode::ReduceLanes(_) | Opcode::Print(_) | Opcode::Assert { .. }) {
+            return None;
+        }
+        if d.args.iter().any(|a| f.ty(*a).is_tile() && !defined.contains(a)) {
+            return None;
+        }
+    }
+    let span = f.spans[l];
+    let mut before = Vec::new();
+    let mut map = HashMap::new();
+    let mut truthy = pset.clone();
+    let mut out = clone_insts(f, &rest, &mut map, &mut truthy, Lanes::One);
+    let mut next = Vec::new();
+    let mut lane0: HashMap<u8, Value> = HashMap::new();
+    for (k, &(op, u)) in updates.iter().enumerate() {
+        let acc = body.args[k + 1];
+        let ty = f.ty(acc);
+        let d = f.insts[u].args.clone();
+        let x = if d[0] == acc { d[1] } else { d[0] };
+        let xs = *map.get(&x).unwrap_or(&x);
+        let add = |f: &mut Function, to: &mut Vec<Inst>, op: Opcode, args: Vec<Value>, ty: Ty| {
+            let i = f.create_inst(op, args, &[ty], span);
+            to.push(i);
+            f.insts[i].results[0]
+        };
+        let term_x = if !ty.is_tile() {
+            xs
+        } else {
+            let t = add(f, &mut out, Opcode::Splat, vec![xs], ty);
+            if op == BinOp::Add {
+                // Lane 0 only: the other lanes add the sum's neutral element.
+                let lanes = ty.lanes();
+                let first = match lane0.get(&lanes) {
+                    Some(&m) => m,
+                    None => {
+                        let z32 = konst(f, DType::I32, Const::Int(0));
+                        let i32s = Ty::Tile(DType::I32, lanes);
+                        let idx = add(f, &mut before, Opcode::Iota, vec![z32], i32s);
+                        let zs = add(f, &mut before, Opcode::Splat, vec![z32], i32s);
+                        let m = add(
+                            f,
+                            &mut before,
+                            Opcode::Cmp(CmpOp::Eq),
+                            vec![idx, zs],
+                            Ty::Tile(DType::I1, lanes),
+                        );
+                        lane0.insert(lanes, m);
+                        m
+                    }
+                };
+                let zero = konst(f, ty.dtype(), crate::emit::neutral(ReduceOp::Sum, ty.dtype()));
+                let zt = add(f, &mut before, Opcode::Splat, vec![zero], ty);
+                add(f, &mut out, Opcode::Select, vec![first, t, zt], ty)
+            } else {
+                t
+            }
+        };
+        next.push(add(f, &mut out, Opcode::Binary(op), vec![acc, term_x], ty));
+    }
+    let y = f.create_inst(Opcode::Yield, next, &[], span);
+    out.push(y);
+    let it = f.ty(f.insts[l].args[0]).dtype();
+    let one = konst(f, it, Const::Int(1));
+    f.insts[l].regions[0].insts = out;
+    f.insts[l].args[1] = nb;
+    f.insts[l].args[2] = one;
+    Some(before)
 }

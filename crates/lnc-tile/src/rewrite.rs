@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use lnc_lir::{BinOp, Const, DType, Function, Inst, Opcode, Region, Ty, Value, ValueDef};
+use lnc_lir::{Addressing, BinOp, Const, DType, Function, Inst, Opcode, Region, Ty, Value, ValueDef};
 
 /// Where an instruction sits: the function's body (`None`) or region `r` of an instruction.
 pub(crate) type Parent = Option<(Inst, usize)>;
@@ -161,6 +161,16 @@ pub(crate) fn dependents(f: &Function, i: Inst, root: Value) -> HashSet<Value> {
     }
 }
 
+/// What the clones of [`clone_insts`] compute on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lanes {
+    /// The same tiles.
+    Same,
+    /// One lane of each tile: tiles become scalars (`iota` and `splat` their operand,
+    /// accesses scalar ones). The caller makes sure nothing depends on the lane count.
+    One,
+}
+
 /// Clones instructions (with their regions) into new ones, mapping operands through `map`
 /// and recording the clones' values there. Values in `truthy` are i1 scalars or tiles known
 /// to be all-true here: masks equal to them are dropped from accesses, `select`s on them
@@ -170,10 +180,20 @@ pub(crate) fn clone_insts(
     insts: &[Inst],
     map: &mut HashMap<Value, Value>,
     truthy: &mut HashSet<Value>,
+    lanes: Lanes,
 ) -> Vec<Inst> {
     let mut out = Vec::new();
     for &i in insts {
         let data = f.insts[i].clone();
+        if lanes == Lanes::One && matches!(data.opcode, Opcode::Iota | Opcode::Splat) {
+            // Lane 0 of `iota(s)` is `s`, of `splat(x)` is `x`.
+            if data.opcode == Opcode::Splat && truthy.contains(&data.args[0]) {
+                truthy.insert(data.results[0]);
+            }
+            let a = *map.get(&data.args[0]).unwrap_or(&data.args[0]);
+            map.insert(data.results[0], a);
+            continue;
+        }
         // Simplifications: the result is all-true, or one of the (mapped) operands.
         let t = |k: usize| truthy.contains(&data.args[k]);
         let (alias, now_true) = match data.opcode {
@@ -211,7 +231,15 @@ pub(crate) fn clone_insts(
             }
             op => (op, data.args.iter().map(m).collect()),
         };
-        let tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
+        let opcode = if lanes == Lanes::One { one_lane(opcode) } else { opcode };
+        let tys: Vec<Ty> = data
+            .results
+            .iter()
+            .map(|&r| match (lanes, f.ty(r)) {
+                (Lanes::One, Ty::Tile(d, _)) => Ty::Scalar(d),
+                (_, ty) => ty,
+            })
+            .collect();
         let span = f.spans[i];
         let n = f.create_inst(opcode, args, &tys, span);
         for (k, &r) in data.results.iter().enumerate() {
@@ -226,11 +254,26 @@ pub(crate) fn clone_insts(
                 map.insert(a, na);
                 args.push(na);
             }
-            let insts = clone_insts(f, &r.insts, map, truthy);
+            let insts = clone_insts(f, &r.insts, map, truthy, lanes);
             regions.push(Region { args, insts });
         }
         f.insts[n].regions = regions;
         out.push(n);
     }
     out
+}
+
+/// An access of one lane: scalar addressing.
+fn one_lane(op: Opcode) -> Opcode {
+    match op {
+        Opcode::Load { has_mask, has_other, site, .. } => {
+            Opcode::Load { addr: Addressing::Scalar, has_mask, has_other, site }
+        }
+        Opcode::Store { has_mask, site, .. } => Opcode::Store { addr: Addressing::Scalar, has_mask, site },
+        Opcode::Atomic { op, has_mask, site, .. } => {
+            Opcode::Atomic { op, addr: Addressing::Scalar, has_mask, site }
+        }
+        Opcode::AtomicCas { site, .. } => Opcode::AtomicCas { addr: Addressing::Scalar, site },
+        op => op,
+    }
 }
