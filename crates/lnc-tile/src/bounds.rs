@@ -194,12 +194,39 @@ type Abs = Option<Const>;
 /// Whether the tiles of `l` past `n` do nothing; then the scratch slots they write.
 fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> {
     let body = &f.insts[l].regions[0];
-    let iv = body.args[0];
-    let step = int_of(f, f.insts[l].args[2])?;
-    let deps = dependents(f, l, iv);
-    let mut env: HashMap<Value, Abs> = HashMap::new();
+    let cx = DropCx {
+        pset,
+        iv: body.args[0],
+        step: int_of(f, f.insts[l].args[2])?,
+        deps: dependents(f, l, body.args[0]),
+    };
+    let mut env = HashMap::new();
+    let mut writes = Vec::new();
+    scan(f, &body.insts, Some(&body.args[1..]), &cx, &mut env, &mut writes)?;
+    Some(writes)
+}
+
+/// What [`scan`] knows of the loop being dropped.
+struct DropCx<'a> {
+    pset: &'a HashSet<Value>,
+    iv: Value,
+    step: i64,
+    deps: HashSet<Value>,
+}
+
+/// Evaluates `insts` on the tiles past `n`; `None` when they may do something. `carried`
+/// are the carried values of the loop being dropped (`None`: a loop nested in it, whose
+/// results are unknown but harmless).
+fn scan(
+    f: &Function,
+    insts: &[Inst],
+    carried: Option<&[Value]>,
+    cx: &DropCx,
+    env: &mut HashMap<Value, Abs>,
+    writes: &mut Vec<u32>,
+) -> Option<()> {
     let abs = |env: &HashMap<Value, Abs>, v: Value| -> Abs {
-        if pset.contains(&v) {
+        if cx.pset.contains(&v) {
             return Some(Const::Int(0));
         }
         match env.get(&v) {
@@ -208,10 +235,9 @@ fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> 
         }
     };
     let is_false = |a: Abs| a == Some(Const::Int(0));
-    let mut writes = Vec::new();
-    for &j in &body.insts {
+    for &j in insts {
         let d = &f.insts[j];
-        let a = |k: usize| abs(&env, d.args[k]);
+        let a = |k: usize| abs(env, d.args[k]);
         let r: Abs = match d.opcode {
             Opcode::Const(c) => Some(c),
             Opcode::Splat => a(0),
@@ -230,17 +256,27 @@ fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> 
             Opcode::Store { has_mask: true, .. } if is_false(a(3)) => continue,
             Opcode::Atomic { has_mask: true, .. } if is_false(a(3)) => None,
             Opcode::ScratchStore(slot) => {
-                if !iv_based(f, d.args[0], iv, &deps) || f.ty(d.args[1]).lanes() as i64 != step {
+                // `s[i] = s[i] ⊕ e` with `e` neutral writes what is there already.
+                if rewrites_itself(f, slot, d.args[0], d.args[1], &|v| abs(env, v)) {
+                    continue;
+                }
+                let whole_tile = f.ty(d.args[1]).lanes() as i64 == cx.step;
+                if carried.is_none() || !iv_based(f, d.args[0], cx.iv, &cx.deps) || !whole_tile {
                     return None;
                 }
                 writes.push(slot);
                 continue;
             }
             Opcode::For if pure_loop(f, j) => None,
+            // A loop nested in the dropped one: dropped with it if its body does nothing.
+            Opcode::For => {
+                scan(f, &d.regions[0].insts, None, cx, env, writes)?;
+                None
+            }
             Opcode::Yield => {
+                let Some(carried) = carried else { continue };
                 for (k, &y) in d.args.iter().enumerate() {
-                    let acc = body.args[k + 1];
-                    if y != acc && !neutral_step(f, y, acc, &|v| abs(&env, v)) {
+                    if y != carried[k] && !neutral_step(f, y, carried[k], &|v| abs(env, v)) {
                         return None;
                     }
                 }
@@ -253,7 +289,7 @@ fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> 
             env.insert(res, r);
         }
     }
-    Some(writes)
+    Some(())
 }
 
 /// `y = acc ⊕ x` with `x` the neutral element of `⊕` on every lane.
@@ -278,6 +314,17 @@ fn neutral_step(f: &Function, y: Value, acc: Value, abs: &dyn Fn(Value) -> Abs) 
         (Some(Const::Int(a)), Const::Int(b)) => dt.wrap_int(a) == dt.wrap_int(b),
         _ => false,
     }
+}
+
+/// `value = scratch_load(slot)[index] ⊕ e`, `e` the neutral element of `⊕`.
+fn rewrites_itself(f: &Function, slot: u32, index: Value, value: Value, abs: &dyn Fn(Value) -> Abs) -> bool {
+    let Some(i) = def(f, value) else { return false };
+    f.insts[i].args.iter().any(|&a| {
+        def(f, a).is_some_and(|j| {
+            let d = &f.insts[j];
+            d.opcode == Opcode::ScratchLoad(slot) && d.args[0] == index && neutral_step(f, value, a, abs)
+        })
+    })
 }
 
 /// Constant folding of the lanes past `n`.
@@ -425,11 +472,26 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     args[0] = full;
     args[1] = tub;
     args.truncate(3);
-    args.extend(results);
+    args.extend(results.iter().copied());
     if c.droppable && c.key.step > 1 {
         new.extend(scalar_tail(f, l, nb, &pset).unwrap_or_default());
     }
     insert_before(f, parent, l, &new);
+    if c.droppable && c.key.step == 1 {
+        // Nothing is left past `nb`: the tail loop goes, its results are the steady ones.
+        let old = f.insts[l].results.clone();
+        let map: HashMap<Value, Value> = old.into_iter().zip(results).collect();
+        let mut live = Vec::new();
+        f.walk(|i| live.push(i));
+        for i in live {
+            for a in &mut f.insts[i].args {
+                if let Some(&to) = map.get(a) {
+                    *a = to;
+                }
+            }
+        }
+        crate::rewrite::region_mut(f, parent).insts.retain(|&i| i != l);
+    }
 }
 
 /// Turns the tail `for iv = full to TUB step L { … mask P … }` of a droppable loop into

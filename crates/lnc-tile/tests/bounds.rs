@@ -124,3 +124,33 @@ fn two_d_masks_bound_rows_and_columns() {
         }
     }
 }
+
+const ACCUMULATE: &str = r#"
+@triton.jit
+def k(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    cols = tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for i in range(0, M, BM):
+        rows = i + tl.arange(0, BM)
+        m = (rows[:, None] < M) & (cols[None, :] < N)
+        acc += tl.load(X + rows[:, None] * N + cols[None, :], mask=m, other=0.)
+    tl.store(Y + cols, tl.sum(acc, axis=0), mask=cols < N)
+"#;
+
+/// The seed's dw/db reduction: a block accumulated over a loop of row blocks. The rows
+/// past `M` add zeros to the accumulator (`s[i] = s[i] + 0` writes nothing new), so the
+/// row loop drops them too.
+#[test]
+fn accumulating_zeros_into_scratch_drops_the_rows_past_m() {
+    let text = lir_text(ACCUMULATE, "k", "*fp32,*fp32,i32,i32,4,8");
+    insta::assert_snapshot!(text);
+    for m in [0, 1, 3, 4, 5, 9] {
+        for n in [0, 1, 3, 7, 8, 9] {
+            let f = bir(ACCUMULATE, "k", "*fp32,*fp32,i32,i32,4,8");
+            let bufs = [f32_buffer(4, 128), Buffer::zeros(DType::F32, 9)];
+            let args =
+                [ptr(0), ptr(1), ArgValue::Int(m), ArgValue::Int(n), ArgValue::Int(4), ArgValue::Int(8)];
+            differential(&f, [1, 1, 1], &args, &bufs, &[1, 4]);
+        }
+    }
+}
