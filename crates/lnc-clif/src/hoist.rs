@@ -27,12 +27,16 @@ use lnc_lir::{self as lir, Addressing, BinOp, Const, DType, Opcode, Ty, ValueDef
 use crate::CodegenError;
 use crate::base::{ArgBounds, FunctionCx, block_args};
 
-/// An access whose check is hoisted.
+/// Accesses whose checks are hoisted as one: through `ptr` at `iv + k` (`k` a value) or
+/// at `iv + c` for constants `c` from `lo` to `hi` whose tiles leave no gap (the copies
+/// of an unrolled body).
 struct Hoisted {
-    inst: lir::Inst,
+    insts: Vec<lir::Inst>,
     ptr: lir::Value,
-    /// `k` of `iv + k`.
+    /// `k` of `iv + k`, when not a constant.
     add: Option<lir::Value>,
+    lo: i64,
+    hi: i64,
     site: u32,
     lanes: u32,
     size: u32,
@@ -62,9 +66,11 @@ fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
         match d.opcode {
             Opcode::Binary(BinOp::Add) => {
                 let (a, b) = (d.args[0], d.args[1]);
-                if a == iv && fx.is_defined(b) {
+                // `k` must be known before the loop: defined there, or a constant.
+                let known = |v: lir::Value| fx.is_defined(v) || const_int(f, v).is_some();
+                if a == iv && known(b) {
                     shifted.push((d.results[0], b));
-                } else if b == iv && fx.is_defined(a) {
+                } else if b == iv && known(a) {
                     shifted.push((d.results[0], a));
                 }
                 continue;
@@ -82,19 +88,69 @@ fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                 if lanes == 0 || !fx.is_defined(ptr) {
                     continue;
                 }
-                let add = if offset == iv {
-                    None
+                let (add, c) = if offset == iv {
+                    (None, 0)
                 } else if let Some(&(_, k)) = shifted.iter().find(|(v, _)| *v == offset) {
-                    Some(k)
+                    match const_int(f, k) {
+                        Some(c) => (None, c),
+                        None => (Some(k), 0),
+                    }
                 } else {
                     continue;
                 };
-                out.push(Hoisted { inst: j, ptr, add, site, lanes: lanes as u32, size: elem.size() });
+                let (lanes, size) = (lanes as u32, elem.size());
+                let joins = |h: &Hoisted| {
+                    h.add.is_none()
+                        && add.is_none()
+                        && (h.ptr, h.site, h.lanes, h.size) == (ptr, site, lanes, size)
+                        && c >= h.lo - lanes as i64
+                        && c <= h.hi + lanes as i64
+                };
+                match out.iter_mut().find(|h| joins(h)) {
+                    Some(h) => {
+                        h.insts.push(j);
+                        h.lo = h.lo.min(c);
+                        h.hi = h.hi.max(c);
+                    }
+                    None => out.push(Hoisted { insts: vec![j], ptr, add, lo: c, hi: c, site, lanes, size }),
+                }
             }
             _ => {}
         }
     }
-    out
+    // Consecutive iterations must leave no gap between their ranges either.
+    let step = const_int(f, f.insts[l].args[2]).unwrap_or(i64::MAX);
+    let mut split = Vec::new();
+    for h in out {
+        if h.hi - h.lo + h.lanes as i64 >= step || h.insts.len() == 1 {
+            split.push(h);
+            continue;
+        }
+        for &inst in &h.insts {
+            let c = shift_of(f, inst, iv);
+            split.push(Hoisted { insts: vec![inst], lo: c, hi: c, ..h.clone_shape() });
+        }
+    }
+    split
+}
+
+/// The constant `c` of an access at `iv + c` (0 at `iv`).
+fn shift_of(f: &lir::Function, inst: lir::Inst, iv: lir::Value) -> i64 {
+    let offset = f.insts[inst].args[1];
+    if offset == iv {
+        return 0;
+    }
+    match f.values[offset].def {
+        ValueDef::Result(i, _) => f.insts[i].args.iter().find_map(|&a| const_int(f, a)).unwrap_or(0),
+        ValueDef::RegionArg(..) => 0,
+    }
+}
+
+impl Hoisted {
+    /// The same accesses' pointer, site and element shape, with no instructions.
+    fn clone_shape(&self) -> Hoisted {
+        Hoisted { insts: Vec::new(), add: self.add, lo: self.lo, hi: self.hi, ..*self }
+    }
 }
 
 /// In checked mode, emits the hoisted checks of `for` instruction `l` in a block taken
@@ -140,12 +196,18 @@ pub(crate) fn emit_loop_entry(
             first_off = fx.bcx.ins().iadd(first_off, k);
             last_off = fx.bcx.ins().iadd(last_off, k);
         }
+        if a.lo != 0 {
+            first_off = fx.bcx.ins().iadd_imm_s(first_off, a.lo);
+        }
+        if a.hi != 0 {
+            last_off = fx.bcx.ins().iadd_imm_s(last_off, a.hi);
+        }
         let base = fx.scalar(a.ptr)?;
         let first = element_address(fx, base, first_off, d, a.size);
         let last_elem = element_address(fx, base, last_off, d, a.size);
         let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
         check_span(fx, a.site, first, end, a.size)?;
-        fx.prechecked.insert(a.inst);
+        fx.prechecked.extend(a.insts.iter().copied());
     }
     fx.bcx.ins().jump(body, &block_args(body_args));
     Ok(true)

@@ -909,7 +909,9 @@ fn nested_loops() {
 /// naming that range's first element outside; a loop that does not run never faults.
 #[test]
 fn hoisted_checks_cover_the_whole_loop() {
-    for step in [4i64, 3] {
+    // `copies` > 1: the body repeated at `i + 4c` (an unrolled loop), one merged check
+    // per pointer.
+    for (step, copies) in [(4i64, 1i64), (3, 1), (8, 2), (16, 4)] {
         let mut b = B::new("shift");
         let x = b.ptr(0, DType::F32);
         let y = b.ptr(1, DType::F32);
@@ -918,16 +920,33 @@ fn hoisted_checks_cover_the_whole_loop() {
         let k = b.arg(4, Ty::Scalar(DType::I32));
         let (sx, sy) = (b.site(0), b.site(1));
         let s = b.i32(step);
+        // `k + 4c`, computed before the loop: the loads at `i + (k + 4c)` are hoisted one
+        // by one, the stores at `i + 4c` (constants) merged.
+        let ks: Vec<Value> = (0..copies)
+            .map(|c| {
+                let four_c = b.i32(4 * c);
+                b.bin(BinOp::Add, k, four_c)
+            })
+            .collect();
         b.for_(lb, ub, s, &[], |b, i, _| {
-            let at = b.bin(BinOp::Add, i, k);
-            let v = b.load(Addressing::Contiguous, x, at, None, None, sx, Ty::Tile(DType::F32, 4));
-            b.store(Addressing::Contiguous, y, i, v, None, sy);
+            for c in 0..copies {
+                let at = b.bin(BinOp::Add, i, ks[c as usize]);
+                let i = if c == 0 {
+                    i
+                } else {
+                    let four_c = b.i32(4 * c);
+                    b.bin(BinOp::Add, i, four_c)
+                };
+                let v = b.load(Addressing::Contiguous, x, at, None, None, sx, Ty::Tile(DType::F32, 4));
+                b.store(Addressing::Contiguous, y, i, v, None, sy);
+            }
             vec![]
         });
         let f = b.finish();
         let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false });
         let text = lnc_clif::clif_text(&f, &CodegenOptions { checked: true, emit_text: false }).unwrap();
-        assert!(text.matches("brif").count() <= 6, "one check per access outside the loop:\n{text}");
+        let checks = copies as usize + 1;
+        assert!(text.matches("brif").count() <= checks + 3, "one check per access outside the loop:\n{text}");
         let xs: Vec<f32> = (0..40).map(|v| v as f32 + 0.5).collect();
         for (lo, hi, shift) in [
             (0i64, 36i64, 0i64),
@@ -954,8 +973,9 @@ fn hoisted_checks_cover_the_whole_loop() {
             let r = run(&k, [1, 1, 1], &args, None);
             // The reference: each access's element range over the loop, in body order.
             let ivs: Vec<i64> = (lo..hi).step_by(step as usize).collect();
-            let bad = |site: u32, off: i64| -> Option<Fault> {
-                let (first, last) = (*ivs.first()? + off, *ivs.last()? + off + 3);
+            // The elements from `first` to `last`: the range of one hoisted check.
+            let bad = |site: u32, off: i64, width: i64| -> Option<Fault> {
+                let (first, last) = (*ivs.first()? + off, *ivs.last()? + off + width - 1);
                 let wrapped = (first as i32 as i64) != first || (last as i32 as i64) != last;
                 if wrapped || first < 0 {
                     Some(Fault { site, arg: site, offset: first as i32 as i64 })
@@ -965,20 +985,29 @@ fn hoisted_checks_cover_the_whole_loop() {
                     None
                 }
             };
-            match bad(0, shift).or_else(|| bad(1, 0)) {
+            // One check per load copy (its own `k + 4c`), one merged check for the stores:
+            // whichever fails first in the emitted order is reported.
+            let mut faults: Vec<Fault> = (0..copies).filter_map(|c| bad(0, shift + 4 * c, 4)).collect();
+            faults.extend(bad(1, 0, 4 * copies));
+            match faults.first() {
                 None => {
                     r.unwrap_or_else(|e| panic!("step {step} [{lo}, {hi}) + {shift}: {e:?}"));
                     for &i in &ivs {
-                        for l in 0..4 {
+                        for l in 0..4 * copies {
                             assert_eq!(yb[(i + l) as usize], xs[(i + l + shift) as usize]);
                         }
                     }
                 }
-                Some(fault) => {
-                    assert_eq!(
-                        r,
-                        Err(LaunchError::Fault { status: Status::OutOfBounds, pid: [0, 0, 0], fault }),
-                        "step {step} [{lo}, {hi}) + {shift}"
+                Some(_) => {
+                    let got = match r {
+                        Err(LaunchError::Fault { status: Status::OutOfBounds, pid: [0, 0, 0], fault }) => {
+                            fault
+                        }
+                        other => panic!("step {step} [{lo}, {hi}) + {shift}: {other:?}"),
+                    };
+                    assert!(
+                        faults.contains(&got),
+                        "step {step} [{lo}, {hi}) + {shift}: {got:?} not in {faults:?}"
                     );
                     assert!(yb.iter().all(|v| v.is_nan()), "nothing ran before the fault");
                 }
