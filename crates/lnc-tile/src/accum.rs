@@ -19,6 +19,9 @@
 //! `k` is iteration `U·j + k` of the original loop. Floating-point sums associate
 //! differently, as the lanes of a tile already do.
 //!
+//! `U` is the requested factor, halved while the copies' accumulators and loaded tiles
+//! would not fit in the 16 vector registers.
+//!
 //! A loop qualifies when it starts at 0 with a positive constant step, has no nested
 //! regions, and each carried value `a` is used once, by `a ⊕ x` with `⊕` an addition,
 //! maximum or minimum whose result only feeds the `yield`.
@@ -47,9 +50,34 @@ pub(crate) fn run(f: &mut Function, unroll: u8) {
     let parent = parents(f);
     for l in loops {
         if let Some(ops) = reductions(f, l) {
-            unroll_loop(f, l, &ops, unroll as i64, parent[&l]);
+            let u = fitting_unroll(f, l, unroll);
+            if u >= 2 {
+                unroll_loop(f, l, &ops, u as i64, parent[&l]);
+            }
         }
     }
+}
+
+/// Tiles an unrolled body may keep live at once: x86-64 has 16 vector registers, and a
+/// few hold loop invariants (splats of scalars).
+const LIVE_TILES: usize = 12;
+
+/// The largest power of two up to `unroll` at which the copies' accumulators and loaded
+/// tiles fit in registers: past that, Cranelift spills the accumulators to the stack on
+/// every iteration and the extra chains buy nothing.
+fn fitting_unroll(f: &Function, l: Inst, unroll: u8) -> u8 {
+    let body = &f.insts[l].regions[0];
+    let loads = body
+        .insts
+        .iter()
+        .filter(|&&i| matches!(f.insts[i].opcode, Opcode::Load { .. } | Opcode::ScratchLoad(_)))
+        .count();
+    let live = body.args.len() - 1 + loads;
+    let mut u = unroll;
+    while u > 1 && u as usize * live > LIVE_TILES {
+        u /= 2;
+    }
+    u
 }
 
 /// The reduction of each carried value of `l`, when the loop qualifies.
