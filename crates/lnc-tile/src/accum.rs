@@ -50,7 +50,15 @@ pub(crate) fn run(f: &mut Function, unroll: u8) {
     let parent = parents(f);
     for l in loops {
         if let Some(ops) = reductions(f, l) {
-            let u = fitting_unroll(f, l, unroll);
+            // A loop without accumulators has no chain to break: two copies only halve
+            // its loop overhead. Under an `if` (the seed backward's lock-protected
+            // update, both branches) that is not worth the compile time it costs.
+            let cap = match (ops.is_empty(), parent[&l]) {
+                (false, _) => unroll,
+                (true, Some((p, _))) if f.insts[p].opcode == Opcode::If => 1,
+                (true, _) => unroll.min(2),
+            };
+            let u = fitting_unroll(f, l, cap);
             if u >= 2 {
                 unroll_loop(f, l, &ops, u as i64, parent[&l]);
             }
@@ -87,7 +95,7 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
         return None;
     }
     let body = &d.regions[0];
-    if body.args.len() < 2 || body.insts.len() > MAX_BODY {
+    if body.insts.len() > MAX_BODY {
         return None;
     }
     Some(carried_updates(f, l)?.into_iter().map(|(op, _)| op).collect())
