@@ -33,7 +33,7 @@
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
 //! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
-//! emission → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
+//! emission → masks to bounds → accumulators → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
 mod accum;
