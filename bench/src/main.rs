@@ -54,6 +54,9 @@ struct Opts {
     /// examples/kernels/layer_norm.py).
     #[arg(long)]
     kernels: Option<PathBuf>,
+    /// Skip the fp16/bf16 forward table.
+    #[arg(long)]
+    no_half: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -143,7 +146,13 @@ fn group_size_m(n: usize) -> usize {
 }
 
 fn fwd_signature(n: usize) -> String {
-    format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two())
+    half_fwd_signature("fp32", n)
+}
+
+/// The forward's signature with `x`, `y`, `w`, `b` in `dtype` (mean and rstd stay fp32).
+fn half_fwd_signature(dtype: &str, n: usize) -> String {
+    let d = dtype;
+    format!("*{d},*{d},*{d},*{d},*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two())
 }
 
 fn dx_signature(n: usize) -> String {
@@ -319,6 +328,109 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
 }
 
 /// Forward and backward rows for every size, on the current rayon pool.
+/// Inputs and outputs of the fp16/bf16 forward, for the largest N; each size uses prefixes.
+struct HalfBuffers {
+    x16: Vec<half::f16>,
+    y16: Vec<half::f16>,
+    xb: Vec<half::bf16>,
+    yb: Vec<half::bf16>,
+}
+
+/// The forward at `n` with fp16 and with bf16 storage (compute in fp32), timed
+/// interleaved with lnc's fp32 forward.
+struct HalfRow {
+    n: usize,
+    f32: Times,
+    f16: Times,
+    bf16: Times,
+}
+
+/// The fp16/bf16 forward at row length `n`: each checked once against the fp32 Rust
+/// baseline (to the rounding of its inputs and output), then lnc at fp32, fp16 and bf16
+/// timed interleaved.
+fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize) -> Result<HalfRow> {
+    let mn = M * n;
+    let x = &buf.x[..mn];
+    let (y_lnc, y_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
+    let w = rand_uniform(n, 1);
+    let b = rand_uniform(n, 2);
+    let (w16, b16): (Vec<half::f16>, Vec<half::f16>) = (
+        w.iter().map(|&v| half::f16::from_f32(v)).collect(),
+        b.iter().map(|&v| half::f16::from_f32(v)).collect(),
+    );
+    let (wb, bb): (Vec<half::bf16>, Vec<half::bf16>) = (
+        w.iter().map(|&v| half::bf16::from_f32(v)).collect(),
+        b.iter().map(|&v| half::bf16::from_f32(v)).collect(),
+    );
+    let (mut mean, mut rstd) = (touched(M), touched(M));
+    let (k32, _) = kernel(ctx, FWD, &fwd_signature(n))?;
+    let (k16, _) = kernel(ctx, FWD, &half_fwd_signature("fp16", n))?;
+    let (kb, _) = kernel(ctx, FWD, &half_fwd_signature("bf16", n))?;
+    let (x16, xb) = (&hb.x16[..mn], &hb.xb[..mn]);
+    let (y16, yb) = (&mut hb.y16[..mn], &mut hb.yb[..mn]);
+
+    // Correctness against the fp32 baseline: fp16 keeps 11 significant bits, bf16 8.
+    baseline::forward(x, &w, &b, y_rust, &mut mean, &mut rstd, EPS);
+    y16.fill(half::f16::NAN);
+    yb.fill(half::bf16::NAN);
+    let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+    k16.launch(M as u32, &args).map_err(|e| e.to_string())?;
+    let got: Vec<f32> = y16.iter().map(|v| v.to_f32()).collect();
+    check("y (fp16)", n, &got, y_rust, 2e-2, 1e-2)?;
+    let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+    kb.launch(M as u32, &args).map_err(|e| e.to_string())?;
+    let got: Vec<f32> = yb.iter().map(|v| v.to_f32()).collect();
+    check("y (bf16)", n, &got, y_rust, 1.5e-1, 3e-2)?;
+
+    let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..ctx.warmup + ctx.reps {
+        let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        let t = Instant::now();
+        launch(&k32, M as u32, &args, ctx.unchecked)?;
+        let a = t.elapsed().as_secs_f64();
+        let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        let t = Instant::now();
+        launch(&k16, M as u32, &args, ctx.unchecked)?;
+        let h = t.elapsed().as_secs_f64();
+        let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        let t = Instant::now();
+        launch(&kb, M as u32, &args, ctx.unchecked)?;
+        let g = t.elapsed().as_secs_f64();
+        if rep >= ctx.warmup {
+            t32.push(a);
+            t16.push(h);
+            tb.push(g);
+        }
+    }
+    Ok(HalfRow { n, f32: Times::of(t32), f16: Times::of(t16), bf16: Times::of(tb) })
+}
+
+fn print_half_table(title: &str, rows: &[HalfRow]) {
+    println!("\n{title}");
+    println!(
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9}",
+        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32"
+    );
+    for r in rows {
+        let elems = (M * r.n) as f64;
+        let (a, ab) = r.f32.gbps(2.0 * elems * 4.0);
+        let (h, hb) = r.f16.gbps(2.0 * elems * 2.0);
+        let (g, gb) = r.bf16.gbps(2.0 * elems * 2.0);
+        println!(
+            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x",
+            r.n,
+            a,
+            ab,
+            h,
+            hb,
+            g,
+            gb,
+            h / a,
+            g / a
+        );
+    }
+}
+
 fn sweep(ctx: &Ctx<'_>, buf: &mut Buffers, sizes: &[usize]) -> Result<(Vec<Row>, Vec<Row>)> {
     let (mut fwd, mut bwd) = (Vec::new(), Vec::new());
     for &n in sizes {
@@ -553,6 +665,37 @@ fn run(opts: Opts) -> Result<()> {
         &bwd,
         3.0,
     );
+
+    if !opts.no_half {
+        let t = Instant::now();
+        let mut hb = HalfBuffers {
+            x16: buf.x.par_iter().map(|&v| half::f16::from_f32(v)).collect(),
+            y16: vec![half::f16::ZERO; M * max_n],
+            xb: buf.x.par_iter().map(|&v| half::bf16::from_f32(v)).collect(),
+            yb: vec![half::bf16::ZERO; M * max_n],
+        };
+        let converted = t.elapsed().as_secs_f64();
+        let rows = pool(threads)?.install(|| {
+            let module =
+                Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string())?;
+            let ctx = Ctx {
+                module: &module,
+                compiled: RefCell::default(),
+                reps,
+                warmup,
+                unchecked: opts.unchecked,
+                chunks: 4 * threads,
+            };
+            sizes.iter().map(|&n| half_forward(&ctx, &mut buf, &mut hb, n)).collect::<Result<Vec<_>>>()
+        })?;
+        print_half_table(
+            &format!(
+                "forward with fp16 / bf16 storage (compute fp32), {tag}: GB/s = 2·M·N·bytes / t at 2 bytes per \
+                 element (4 for fp32), median (best); inputs converted in {converted:.1} s"
+            ),
+            &rows,
+        );
+    }
 
     if opts.scaling {
         let (fwd1, bwd1) = measure(1, &mut buf)?;

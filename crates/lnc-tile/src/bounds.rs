@@ -241,6 +241,11 @@ fn scan(
         let r: Abs = match d.opcode {
             Opcode::Const(c) => Some(c),
             Opcode::Splat => a(0),
+            // A zero stays zero through a numeric conversion (`other=0.` loaded as fp16
+            // and widened to fp32).
+            Opcode::Cast if matches!(a(0), Some(Const::Int(0))) || a(0) == Some(Const::Float(0.0)) => {
+                Some(if f.ty(d.results[0]).dtype().is_float() { Const::Float(0.0) } else { Const::Int(0) })
+            }
             Opcode::Binary(op) => fold(op, f.ty(d.args[0]).dtype(), a(0), a(1)),
             Opcode::Select if is_false(a(0)) => a(2),
             Opcode::Select if a(0) == Some(Const::Int(1)) => a(1),
