@@ -14,7 +14,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, half, hoist, memory, num};
+use crate::{CodegenError, CodegenOptions, half, hoist, induction, memory, num};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -41,6 +41,10 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) half_bits: HashMap<(Value, DType), Value>,
     /// Accesses whose bounds check was hoisted in front of their loop (`hoist.rs`).
     pub(crate) prechecked: HashSet<lir::Inst>,
+    /// Intervals of the integer scalars (`induction.rs`).
+    pub(crate) ranges: induction::Ranges,
+    /// The `i64` copies of loop indices (`induction.rs`).
+    pub(crate) wide: HashMap<lir::Value, Value>,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -85,7 +89,8 @@ pub(crate) fn codegen_fn(
     let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
     let entry = bcx.create_block();
     bcx.append_block_params_for_function_params(entry);
-    let blocks = create_blocks(&mut bcx, f)?;
+    let ranges = induction::Ranges::analyze(f);
+    let blocks = create_blocks(&mut bcx, f, &ranges)?;
     bcx.switch_to_block(entry);
     let params = bcx.block_params(entry);
     let abi = [params[0], params[1], params[2], params[3]];
@@ -103,6 +108,8 @@ pub(crate) fn codegen_fn(
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
+        ranges,
+        wide: HashMap::new(),
     };
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -154,6 +161,7 @@ fn load_checked_args(fx: &mut FunctionCx) -> Result<(), CodegenError> {
 fn create_blocks(
     bcx: &mut FunctionBuilder,
     f: &lir::Function,
+    ranges: &induction::Ranges,
 ) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
     let mut map = SecondaryMap::new();
     let mut err = None;
@@ -165,8 +173,14 @@ fn create_blocks(
         };
         // Parameter lists of the blocks, in order.
         let shapes: Vec<Vec<Ty>> = match data.opcode {
-            // body(iv, carried...), exit(carried...)
-            Opcode::For => vec![region_tys(0), result_tys],
+            // body(iv, carried...), exit(carried...); an index that never wraps runs in i64.
+            Opcode::For => {
+                let mut body = region_tys(0);
+                if induction::wide_step(f, ranges, inst).is_some() {
+                    body[0] = Ty::Scalar(DType::I64);
+                }
+                vec![body, result_tys]
+            }
             // cond(carried...), body(fwd...), exit(fwd...)
             Opcode::While => vec![region_tys(0), region_tys(1), result_tys],
             // then, else, merge(results...)
@@ -709,19 +723,39 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
     let init = canonical_args(fx, &carried_tys, &init)?;
     let first = loop_continues(fx, d, lb, ub, step);
-    let entry_vals = [&[lb][..], &init].concat();
+    // An index that never wraps runs in i64 (see `induction.rs`).
+    let wide_step = induction::wide_step(fx.f, &fx.ranges, inst);
+    let (lb_body, ub64) = match wide_step {
+        Some(_) => (fx.bcx.ins().sextend(types::I64, lb), Some(fx.bcx.ins().sextend(types::I64, ub))),
+        None => (lb, None),
+    };
+    let entry_vals = [&[lb_body][..], &init].concat();
     if !hoist::emit_loop_entry(fx, inst, d, (lb, ub), first, (body, &entry_vals), (exit, &init))? {
         fx.bcx.ins().brif(first, body, &block_args(&entry_vals), exit, &block_args(&init));
     }
 
     fx.bcx.switch_to_block(body);
-    let iv = fx.bcx.block_params(body)[0];
+    let param = fx.bcx.block_params(body)[0];
+    let iv = if wide_step.is_some() {
+        fx.wide.insert(region.args[0], param);
+        fx.bcx.ins().ireduce(types::I32, param)
+    } else {
+        param
+    };
     let mut args = vec![CVal::Scalar(iv)];
     args.extend(block_vals(fx, body, 1, &carried_tys)?);
     let next = yielded(codegen_region(fx, region, &args)?, "a for body")?;
     let next = canonical_args(fx, &carried_tys, &next)?;
-    let iv_next = fx.bcx.ins().iadd(iv, step);
-    let again = loop_continues(fx, d, iv_next, ub, step);
+    let (iv_next, again) = match (wide_step, ub64) {
+        (Some(s), Some(ub64)) => {
+            let next = fx.bcx.ins().iadd_imm_s(param, s);
+            (next, fx.bcx.ins().icmp(IntCC::SignedLessThan, next, ub64))
+        }
+        _ => {
+            let next = fx.bcx.ins().iadd(iv, step);
+            (next, loop_continues(fx, d, next, ub, step))
+        }
+    };
     let body_args = block_args(&[&[iv_next][..], &next].concat());
     fx.bcx.ins().brif(again, body, &body_args, exit, &block_args(&next));
 

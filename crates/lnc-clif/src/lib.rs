@@ -28,6 +28,7 @@ mod base;
 mod half;
 mod helpers;
 mod hoist;
+mod induction;
 mod memory;
 mod num;
 mod value;

@@ -53,6 +53,25 @@ fn element_address(fx: &mut FunctionCx, base: Value, index: Value, index_dtype: 
     fx.bcx.ins().iadd(base, scaled)
 }
 
+/// `base + offset * size` for the scalar loop-IR offset `offset`: from its 64-bit form
+/// when it has one (a loop index, `induction::wide_index`), so that x86 addressing folds the
+/// scaling and no sign extension is needed.
+fn offset_address(
+    fx: &mut FunctionCx,
+    base: Value,
+    offset: lir::Value,
+    size: u32,
+) -> Result<Value, CodegenError> {
+    if let Some((w, c)) = crate::induction::wide_index(fx, offset) {
+        // `(base + w·size) + c·size`: one x86 addressing mode, displacement included.
+        let scaled = if size == 1 { w } else { fx.bcx.ins().ishl_imm_u(w, size.trailing_zeros() as i64) };
+        let at = fx.bcx.ins().iadd(base, scaled);
+        return Ok(if c == 0 { at } else { fx.bcx.ins().iadd_imm_s(at, c * size as i64) });
+    }
+    let index = fx.scalar(offset)?;
+    Ok(element_address(fx, base, index, fx.f.ty(offset).dtype(), size))
+}
+
 pub(crate) fn codegen_ptr_add(
     fx: &mut FunctionCx,
     ptr: lir::Value,
@@ -60,9 +79,7 @@ pub(crate) fn codegen_ptr_add(
 ) -> Result<CVal, CodegenError> {
     let d = pointee(fx, ptr)?;
     let base = fx.scalar(ptr)?;
-    let index = fx.scalar(offset)?;
-    let od = fx.f.ty(offset).dtype();
-    Ok(CVal::Scalar(element_address(fx, base, index, od, d.size())))
+    Ok(CVal::Scalar(offset_address(fx, base, offset, d.size())?))
 }
 
 /// In checked mode, branches to the out-of-bounds exit unless the `lanes` consecutive
@@ -223,8 +240,7 @@ fn lane_addresses(fx: &mut FunctionCx, a: Access, d: DType, lanes: u8) -> Result
     match a.addr {
         Addressing::Scalar => Err(invalid("a tile access with scalar addressing")),
         Addressing::Contiguous => {
-            let index = fx.scalar(a.offset)?;
-            let start = element_address(fx, base, index, od, d.size());
+            let start = offset_address(fx, base, a.offset, d.size())?;
             Ok((0..lanes as i64)
                 .map(|k| if k == 0 { start } else { fx.bcx.ins().iadd_imm_s(start, k * d.size() as i64) })
                 .collect())
@@ -257,8 +273,7 @@ pub(crate) fn codegen_load(
             return Err(invalid("a scalar load must use scalar addressing"));
         }
         let base = fx.scalar(a.ptr)?;
-        let index = fx.scalar(a.offset)?;
-        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let addr = offset_address(fx, base, a.offset, d.size())?;
         let other = match other {
             Some(o) => fx.scalar(o)?,
             None => base::const_scalar(&mut fx.bcx, lir::Const::Int(0), d)?,
@@ -279,8 +294,7 @@ pub(crate) fn codegen_load(
 
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;
-        let index = fx.scalar(a.offset)?;
-        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let addr = offset_address(fx, base, a.offset, d.size())?;
         let all = match &mask {
             Mask::All => None,
             Mask::Scalar(m) => Some(*m),
@@ -461,8 +475,7 @@ pub(crate) fn codegen_store(
             return Err(invalid("a tile store with scalar addressing"));
         }
         let base = fx.scalar(a.ptr)?;
-        let index = fx.scalar(a.offset)?;
-        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let addr = offset_address(fx, base, a.offset, d.size())?;
         let v = fx.scalar(val)?;
         let m = match mask {
             Mask::All => None,
@@ -479,8 +492,7 @@ pub(crate) fn codegen_store(
     let t = fx.tile(val, lanes)?;
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;
-        let index = fx.scalar(a.offset)?;
-        let addr = element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size());
+        let addr = offset_address(fx, base, a.offset, d.size())?;
         let all = match &mask {
             Mask::All => None,
             Mask::Scalar(m) => Some(*m),
@@ -552,8 +564,7 @@ pub(crate) fn codegen_atomic(
             return Err(invalid("a scalar atomic must use scalar addressing"));
         }
         let base = fx.scalar(a.ptr)?;
-        let index = fx.scalar(a.offset)?;
-        vec![element_address(fx, base, index, fx.f.ty(a.offset).dtype(), d.size())]
+        vec![offset_address(fx, base, a.offset, d.size())?]
     };
     let mut lane_vals = Vec::new();
     for &o in operands {
@@ -701,9 +712,7 @@ fn scratch_address(
         .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
     let area = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH);
     let base = fx.bcx.ins().iadd_imm_s(area, s.offset as i64);
-    let i = fx.scalar(index)?;
-    let id = fx.f.ty(index).dtype();
-    Ok((element_address(fx, base, i, id, lir::Scratch::elem_bytes(s.dtype)), s.dtype))
+    Ok((offset_address(fx, base, index, lir::Scratch::elem_bytes(s.dtype))?, s.dtype))
 }
 
 /// The dtype whose layout scratch holds `d` in: half dtypes in their `f32` compute form.

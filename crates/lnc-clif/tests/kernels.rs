@@ -1015,3 +1015,51 @@ fn hoisted_checks_cover_the_whole_loop() {
         }
     }
 }
+
+/// `for i = 0 to min(n, 64) step 4 { Y[i:i+4] = X[i+2 : i+6] }`: the index provably stays
+/// below 64, so the loop runs it in `i64` and addresses from it; an unbounded `n` keeps
+/// the `i32` index. Both compute the same copies.
+#[test]
+fn loop_indices_that_cannot_wrap_run_in_i64() {
+    for bounded in [true, false] {
+        let mut b = B::new("shifted");
+        let x = b.ptr(0, DType::F32);
+        let y = b.ptr(1, DType::F32);
+        let n = b.arg(2, Ty::Scalar(DType::I32));
+        let (sx, sy) = (b.site(0), b.site(1));
+        let (zero, four, two) = (b.i32(0), b.i32(4), b.i32(2));
+        let ub = if bounded {
+            let cap = b.i32(64);
+            b.bin(BinOp::Min, n, cap)
+        } else {
+            n
+        };
+        b.for_(zero, ub, four, &[], |b, i, _| {
+            let at = b.bin(BinOp::Add, i, two);
+            let v = b.load(Addressing::Contiguous, x, at, None, None, sx, Ty::Tile(DType::F32, 4));
+            b.store(Addressing::Contiguous, y, i, v, None, sy);
+            vec![]
+        });
+        let f = b.finish();
+        let text = lnc_clif::clif_text(&f, &CodegenOptions { checked: false, emit_text: false }).unwrap();
+        let header = text.lines().find(|l| l.starts_with("block1(")).expect("a loop body block");
+        assert_eq!(header.contains("i64"), bounded, "i64 index only when bounded:\n{text}");
+        for opts in MODES {
+            let k = compile_ok(&f, &opts);
+            for len in [0i64, 4, 8, 60, 64] {
+                let xs: Vec<f32> = (0..70).map(|v| v as f32 * 0.5).collect();
+                let mut xb = xs.clone();
+                let mut yb = vec![f32::NAN; 70];
+                run(&k, [1, 1, 1], &[slot(&mut xb), slot(&mut yb), scalar(pack_int(len))], None)
+                    .unwrap_or_else(|e| panic!("n = {len}: {e:?}"));
+                for (i, &v) in yb.iter().enumerate() {
+                    let want = if (i as i64) < len { xs[i + 2] } else { f32::NAN };
+                    assert!(
+                        v == want || (v.is_nan() && want.is_nan()),
+                        "n = {len}, y[{i}] = {v}, want {want}"
+                    );
+                }
+            }
+        }
+    }
+}
