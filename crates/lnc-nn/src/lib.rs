@@ -113,7 +113,7 @@ impl Nn {
         Ok(out)
     }
 
-    /// The gradients of [`Nn::layer_norm`] given `dy` and the forward's mean and rstd, by
+    /// The gradients of [`Nn::layer_norm`] given `dy` and the forward's mean and rstd (`fwd`), by
     /// the tutorial's host flow: `dx` and partial `dw`/`db` per group of rows (the
     /// tutorial's `GROUP_SIZE_M` for `n`, groups guarded by spin locks), then the column
     /// sums of the partials.
@@ -124,10 +124,10 @@ impl Nn {
         n: usize,
         w: &[T],
         b: &[T],
-        mean: &[f32],
-        rstd: &[f32],
+        fwd: &LayerNormOut<T>,
     ) -> Result<LayerNormGrads<T>> {
         let (rows, block) = shape::<T>(x.len(), n, w.len(), b.len())?;
+        let (mean, rstd) = (&fwd.mean, &fwd.rstd);
         if dy.len() != x.len() || mean.len() != rows || rstd.len() != rows {
             return Err(Error::Shape(format!(
                 "dy has {} elements, mean {} and rstd {}: expected {}, {rows} and {rows}",
@@ -181,7 +181,7 @@ impl Nn {
 
 /// Rows and block size of a problem, checked.
 fn shape<T: Float>(len: usize, n: usize, w: usize, b: usize) -> Result<(usize, usize)> {
-    if n == 0 || len % n != 0 {
+    if n == 0 || !len.is_multiple_of(n) {
         return Err(Error::Shape(format!("x has {len} elements: not rows of n = {n}")));
     }
     if w != n || b != n {
