@@ -200,8 +200,8 @@ fn shape<T: Float>(len: usize, n: usize, w: usize, b: usize) -> Result<(usize, u
 fn group_size_m(n: usize) -> usize {
     match n {
         ..=1024 => 256,
-        ..=4096 => 128,
-        ..=8192 => 96,
+        1025..=4096 => 128,
+        4097..=8192 => 96,
         _ => 64,
     }
 }
