@@ -18,8 +18,9 @@
 use half::{bf16, f16};
 use lnc::{Element, Jit, Module};
 
-/// The seed's three kernels (Triton tutorial 05), unchanged.
-const LAYER_NORM: &str = include_str!("../kernels/layer_norm.py");
+/// The seed's three kernels (Triton tutorial 05), unchanged: the workspace's one copy,
+/// which the examples and the language tests also use.
+const LAYER_NORM: &str = include_str!("../../../examples/kernels/layer_norm.py");
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +87,7 @@ pub struct Nn {
 impl Nn {
     /// Parses the kernels (compilation happens at first use, per signature).
     pub fn new(jit: Jit) -> Result<Nn> {
-        Ok(Nn { layer_norm: jit.module("lnc-nn/kernels/layer_norm.py", LAYER_NORM)? })
+        Ok(Nn { layer_norm: jit.module("examples/kernels/layer_norm.py", LAYER_NORM)? })
     }
 
     /// Layer norm over the last axis of `x`, rows of `n` elements: `y = (x - mean) · rstd
