@@ -584,8 +584,10 @@ fn run(opts: Opts) -> Result<()> {
         None if opts.quick => QUICK_SIZES.to_vec(),
         None => SIZES.to_vec(),
     };
-    if sizes.iter().any(|&n| n == 0 || n > 16384) {
-        return Err("--sizes: every N must be in 1..=16384 (the seed's BLOCK_SIZE limit for fp32)".into());
+    if sizes.is_empty() || sizes.iter().any(|&n| n == 0 || n > 16384) {
+        return Err(
+            "--sizes: at least one N, every N in 1..=16384 (the seed's BLOCK_SIZE limit for fp32)".into()
+        );
     }
     let reps = opts.reps.unwrap_or(if opts.quick { 10 } else { 30 }).max(1);
     let warmup = if opts.quick { 2 } else { 3 };
@@ -620,7 +622,7 @@ fn run(opts: Opts) -> Result<()> {
     cold_compile(&source, BWD_DWDB, DWDB_SIGNATURE, compile_reps)?;
     launch_overhead(opts.unchecked)?;
 
-    let max_n = *sizes.iter().max().expect("at least one size");
+    let max_n = sizes.iter().copied().max().unwrap_or(1);
     let t = Instant::now();
     let mut buf = Buffers {
         x: randn(M * max_n, -2.3, 0.5, 3),

@@ -12,11 +12,10 @@
 
 mod common;
 
-use common::diff::{A, Case, Check, Data, diff};
-use common::randn;
+use common::diff::{A, Case, Check, diff};
+use common::{Float, randn, seeded};
 use half::{bf16, f16};
 use lnc::{DumpRequest, Stage};
-use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 const LAYER_NORM: &str =
@@ -35,48 +34,6 @@ const FLAGS: [(bool, bool); 4] = [(false, false), (true, false), (false, true), 
 fn load(path: &str) -> lnc::Module {
     lnc::Jit::new().load(path).unwrap_or_else(|e| panic!("loading {path}: {e}"))
 }
-
-/// A generator seeded with `default`, or with `LNC_TEST_SEED` when set.
-fn seeded(default: u64) -> StdRng {
-    let seed = std::env::var("LNC_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
-    eprintln!("LNC_TEST_SEED={seed}");
-    StdRng::seed_from_u64(seed)
-}
-
-/// A float element type a kernel argument can have.
-trait Float: lnc::Element + std::fmt::Debug {
-    /// Its name in a signature.
-    const SIG: &'static str;
-    /// Unit roundoff: half an ulp of 1.0.
-    const U: f64;
-    fn from_f32(x: f32) -> Self;
-    fn to_f64(self) -> f64;
-    /// The differential harness's buffer holding these elements.
-    fn data(v: Vec<Self>) -> Data;
-}
-
-macro_rules! float {
-    ($t:ty, $sig:literal, $u:expr, $from:expr, $to:expr, $data:ident) => {
-        impl Float for $t {
-            const SIG: &'static str = $sig;
-            const U: f64 = $u;
-            fn from_f32(x: f32) -> Self {
-                $from(x)
-            }
-            fn to_f64(self) -> f64 {
-                $to(self)
-            }
-            fn data(v: Vec<Self>) -> Data {
-                Data::$data(v)
-            }
-        }
-    };
-}
-
-float!(f32, "fp32", 1.0 / 16_777_216.0, |x| x, |x: f32| x as f64, F32);
-float!(f64, "fp64", f64::EPSILON / 2.0, |x: f32| x as f64, |x| x, F64);
-float!(f16, "fp16", 1.0 / 2048.0, f16::from_f32, f16::to_f64, F16);
-float!(bf16, "bf16", 1.0 / 256.0, bf16::from_f32, bf16::to_f64, BF16);
 
 fn round<T: Float>(v: &[f32]) -> Vec<T> {
     v.iter().map(|&x| T::from_f32(x)).collect()

@@ -20,12 +20,12 @@
 mod common;
 
 use common::assert_close;
-use common::diff::{A, Case, Check, Data, diff};
+use common::diff::{A, Case, Check, diff};
 use common::randn;
 use half::{bf16, f16};
 use lnc::{DumpRequest, Stage};
+use rand::Rng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 const TTNN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/lnc-nn/kernels/ttnn_distributed.py");
 const TRT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/lnc-nn/kernels/trtllm_layer_norm.py");
@@ -44,64 +44,10 @@ fn load(path: &str) -> lnc::Module {
 /// A generator seeded with `LNC_TEST_SEED` when set, with a fixed seed otherwise (the
 /// accuracy thresholds below were measured on it, with margin for other seeds).
 fn seeded() -> StdRng {
-    let seed = std::env::var("LNC_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x7e57_1a7e);
-    eprintln!("LNC_TEST_SEED={seed}");
-    StdRng::seed_from_u64(seed)
+    common::seeded(0x7e57_1a7e)
 }
 
-/// A storage type of x, y, weight and bias.
-trait Store: lnc::Element + std::fmt::Debug {
-    /// Its signature name.
-    const SIG: &'static str;
-    /// Unit roundoff: half an ulp of 1.0.
-    const U: f64;
-    fn from_f32(x: f32) -> Self;
-    fn to_f32(self) -> f32;
-    /// The differential harness's buffer.
-    fn data(v: Vec<Self>) -> Data;
-}
-
-impl Store for f32 {
-    const SIG: &'static str = "fp32";
-    const U: f64 = U32;
-    fn from_f32(x: f32) -> Self {
-        x
-    }
-    fn to_f32(self) -> f32 {
-        self
-    }
-    fn data(v: Vec<Self>) -> Data {
-        Data::F32(v)
-    }
-}
-
-impl Store for f16 {
-    const SIG: &'static str = "fp16";
-    const U: f64 = 1.0 / 2048.0;
-    fn from_f32(x: f32) -> Self {
-        f16::from_f32(x)
-    }
-    fn to_f32(self) -> f32 {
-        f16::to_f32(self)
-    }
-    fn data(v: Vec<Self>) -> Data {
-        Data::F16(v)
-    }
-}
-
-impl Store for bf16 {
-    const SIG: &'static str = "bf16";
-    const U: f64 = 1.0 / 256.0;
-    fn from_f32(x: f32) -> Self {
-        bf16::from_f32(x)
-    }
-    fn to_f32(self) -> f32 {
-        bf16::to_f32(self)
-    }
-    fn data(v: Vec<Self>) -> Data {
-        Data::BF16(v)
-    }
-}
+use common::Float as Store;
 
 fn round<T: Store>(v: &[f32]) -> Vec<T> {
     v.iter().map(|&x| T::from_f32(x)).collect()

@@ -6,49 +6,11 @@
 
 mod common;
 
-use common::diff::{A, Case, Check, Data, diff};
+use common::diff::{Case, Check, diff};
 use common::*;
 use half::{bf16, f16};
 
-/// A half-precision element type.
-trait Half: lnc::Element + std::fmt::Debug {
-    /// Its signature name.
-    const SIG: &'static str;
-    /// Unit roundoff: half an ulp of 1.0.
-    const U: f64;
-    fn from_f32(x: f32) -> Self;
-    fn to_f32(self) -> f32;
-    /// A buffer argument of the differential harness.
-    fn arg(v: Vec<Self>) -> A;
-}
-
-impl Half for f16 {
-    const SIG: &'static str = "fp16";
-    const U: f64 = 1.0 / 2048.0;
-    fn from_f32(x: f32) -> Self {
-        f16::from_f32(x)
-    }
-    fn to_f32(self) -> f32 {
-        f16::to_f32(self)
-    }
-    fn arg(v: Vec<Self>) -> A {
-        A::Buf(Data::F16(v), 0)
-    }
-}
-
-impl Half for bf16 {
-    const SIG: &'static str = "bf16";
-    const U: f64 = 1.0 / 256.0;
-    fn from_f32(x: f32) -> Self {
-        bf16::from_f32(x)
-    }
-    fn to_f32(self) -> f32 {
-        bf16::to_f32(self)
-    }
-    fn arg(v: Vec<Self>) -> A {
-        A::Buf(Data::BF16(v), 0)
-    }
-}
+use common::Float as Half;
 
 fn to_half<T: Half>(v: &[f32]) -> Vec<T> {
     v.iter().map(|&x| T::from_f32(x)).collect()
