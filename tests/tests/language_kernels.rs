@@ -799,6 +799,18 @@ fn every_table_kernel_agrees_with_the_interpreter() {
     }
 }
 
+/// The masked-lane lint is silent on every kernel of the table: they all reduce only
+/// lanes that hold the reduction's neutral element (or no masked lanes at all).
+#[test]
+fn no_table_kernel_trips_the_masked_lane_lint() {
+    let jit = lnc::Jit::new();
+    for e in table() {
+        let m = jit.load(repo_path(e.file)).unwrap_or_else(|err| panic!("{err}"));
+        let w = m.warnings(e.kernel, e.sig).unwrap_or_else(|err| panic!("{err}"));
+        assert!(w.is_empty(), "{}: {}", e.kernel, lnc_diag::render_all(&w, m.file()));
+    }
+}
+
 #[test]
 fn rejected_kernels_report_their_diagnostic() {
     let jit = lnc::Jit::new();

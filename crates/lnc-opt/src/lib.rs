@@ -11,6 +11,9 @@
 //!
 //! [`optimize`] is the pipeline: a plain ordered list of passes, repeated while any of them
 //! changes something.
+//!
+//! [`masked_lanes`] is not a pass but a lint over the same IR: it changes nothing and
+//! returns warnings.
 #![deny(missing_docs)]
 
 use lnc_bir::Function;
@@ -19,6 +22,7 @@ pub mod canonicalize;
 pub mod cse;
 pub mod dce;
 pub mod fold;
+pub mod masked_lanes;
 pub mod sink;
 mod util;
 

@@ -67,6 +67,7 @@ pub struct Kernel {
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
+    warnings: Vec<lnc_diag::Diagnostic>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -80,7 +81,7 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
-        let Artifacts { bir, lir, code, timings } = arts;
+        let Artifacts { bir, lir, code, timings, warnings } = arts;
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let params = bir
@@ -106,6 +107,7 @@ impl Kernel {
             unchecked: OnceLock::new(),
             pool: module.jit.inner.pool.clone(),
             timings,
+            warnings,
         })
     }
 
@@ -122,6 +124,17 @@ impl Kernel {
     /// The parameters a launch passes, in order.
     pub fn params(&self) -> &[RuntimeParam] {
         &self.params
+    }
+
+    /// The source file the kernel comes from.
+    pub fn file(&self) -> &Arc<SourceFile> {
+        &self.file
+    }
+
+    /// Warnings about the source found while compiling (the masked-lane lint), rendered
+    /// with [`lnc_diag::render_all`] against [`Kernel::file`].
+    pub fn warnings(&self) -> &[lnc_diag::Diagnostic] {
+        &self.warnings
     }
 
     /// The optimized block IR.

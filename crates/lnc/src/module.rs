@@ -135,6 +135,12 @@ impl Module {
         lnc_front::lower_kernel(&self.file, &self.ast, name, &sig).map_err(|d| Error::source(&self.file, d))
     }
 
+    /// Warnings for kernel `name` specialized on `signature` (the masked-lane lint), without
+    /// compiling it: the front end and the lint only.
+    pub fn warnings(&self, name: &str, signature: &str) -> Result<Vec<lnc_diag::Diagnostic>> {
+        Ok(lnc_opt::masked_lanes::check(&self.block_ir(name, signature)?))
+    }
+
     /// Runs the pipeline for the dumps asked for (what `lnc compile --emit` prints).
     pub fn dump(&self, name: &str, signature: &str, req: &DumpRequest) -> Result<Vec<Dump>> {
         let sig = self.signature(name, signature)?;

@@ -90,6 +90,7 @@ pub(crate) struct Artifacts {
     pub(crate) lir: lnc_lir::Function,
     pub(crate) code: Option<lnc_clif::CompiledKernel>,
     pub(crate) timings: Timings,
+    pub(crate) warnings: Vec<lnc_diag::Diagnostic>,
 }
 
 fn internal(stage: &str, e: impl std::fmt::Display) -> Error {
@@ -122,6 +123,8 @@ pub(crate) fn compile(
     if req.wants(Stage::Bir) {
         dumps.push(Dump { stage: Stage::Bir, pass: None, text: lnc_bir::print::print_function(&bir) });
     }
+    // The lint reads the IR before optimization, where every operation is one the user wrote.
+    let warnings = lnc_opt::masked_lanes::check(&bir);
 
     let t = Instant::now();
     let mut verify_err = None;
@@ -173,7 +176,7 @@ pub(crate) fn compile(
             dumps.push(Dump { stage: Stage::Asm, pass: None, text: text.asm.clone() });
         }
     }
-    Ok(Artifacts { bir, lir, code: Some(code), timings })
+    Ok(Artifacts { bir, lir, code: Some(code), timings, warnings })
 }
 
 /// Compiles only the unchecked variant of an already tiled kernel.
