@@ -1,0 +1,204 @@
+//! Safe launches: an access outside the buffer a pointer comes from stops the launch with
+//! the kernel, source line, program id, parameter and element offset, before it touches
+//! memory. The buffers are slices of larger allocations whose tails hold sentinels, so a
+//! write that escaped the check would show.
+
+mod common;
+
+use common::*;
+
+const SRC: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def write_at(Y, K):
+    tl.store(Y + K, 7.0)
+
+
+@triton.jit
+def fill_mask_off_by_one(Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, offs.to(tl.float32) + 1.0, mask=offs <= N)
+
+
+@triton.jit
+def copy_mask_from_the_wrong_length(X, Y, N, M, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N)
+    tl.store(Y + offs, x * 2.0, mask=offs < N)
+
+
+@triton.jit
+def copy_unmasked(X, Y, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs) + 1.0)
+
+
+@triton.jit
+def row_sums_unmasked(X, S, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        acc += tl.load(X + row * N + off + tl.arange(0, BLOCK))
+    tl.store(S + row, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def count_at(C, K):
+    tl.atomic_add(C + K, 1)
+"#;
+
+const SENTINEL: f32 = -12345.0;
+
+fn module() -> lnc::Module {
+    lnc::Jit::new().module("safety.py", SRC).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The out-of-bounds report of a launch that must fail.
+fn oob(r: lnc::Result<()>) -> lnc::OutOfBounds {
+    match r {
+        Err(lnc::Error::OutOfBounds(o)) => *o,
+        Err(e) => panic!("expected an out-of-bounds error, got: {e}"),
+        Ok(()) => panic!("expected an out-of-bounds error, the launch succeeded"),
+    }
+}
+
+/// `len` usable elements followed by sentinels.
+fn guarded(len: usize) -> Vec<f32> {
+    vec![SENTINEL; len + 64]
+}
+
+fn assert_guard_intact(buf: &[f32], len: usize) {
+    assert!(
+        buf[len..].iter().all(|&v| v == SENTINEL),
+        "memory past the buffer was written: {:?}",
+        &buf[len..]
+    );
+}
+
+#[test]
+fn a_store_one_element_past_the_end_fails_with_its_source_line() {
+    let m = module();
+    let k = m.kernel("write_at", "*fp32,i32").unwrap();
+    let len = 10;
+    let mut y = guarded(len);
+    let o = oob(k.launch(1, &lnc::args![&mut y[..len], len as i32]));
+    assert_eq!(o.kernel, "write_at");
+    assert_eq!(o.location, "safety.py:7:5");
+    assert_eq!(o.source_line.trim(), "tl.store(Y + K, 7.0)");
+    assert_eq!((o.param.as_str(), o.offset, o.valid, o.pid), ("Y", 10, (0, 10), [0, 0, 0]));
+    assert_guard_intact(&y, len);
+    let text = lnc::Error::OutOfBounds(Box::new(o)).to_string();
+    assert!(text.contains("element offset 10 of `Y` is outside its buffer [0, 10)"), "{text}");
+
+    // One before the start, and the last element (which is fine).
+    let o = oob(k.launch(1, &lnc::args![&mut y[..len], -1i32]));
+    assert_eq!((o.offset, o.valid), (-1, (0, 10)));
+    k.launch(1, &lnc::args![&mut y[..len], 9i32]).unwrap();
+    assert_eq!(y[9], 7.0);
+    assert_guard_intact(&y, len);
+}
+
+#[test]
+fn a_masked_store_with_a_wrong_mask_fails_in_the_program_that_overruns() {
+    let m = module();
+    let k = m.kernel("fill_mask_off_by_one", "*fp32,i32,16").unwrap();
+    // N = 37: `offs <= N` also enables offset 37, in program 2 (offsets 32..48).
+    let len = 37;
+    let mut y = guarded(len);
+    let o = oob(k.launch(3, &lnc::args![&mut y[..len], len as i32]));
+    assert_eq!(o.location, "safety.py:13:5");
+    assert_eq!(o.source_line.trim(), "tl.store(Y + offs, offs.to(tl.float32) + 1.0, mask=offs <= N)");
+    assert_eq!((o.param.as_str(), o.offset, o.pid), ("Y", 37, [2, 0, 0]));
+    assert_guard_intact(&y, len);
+
+    // With a length that is a whole number of blocks, the enabled lane past the end
+    // belongs to the next program: two programs are in bounds, a third one overruns.
+    let len = 32;
+    let mut y = guarded(len);
+    k.launch(2, &lnc::args![&mut y[..len], len as i32]).unwrap();
+    assert!(y[..len].iter().enumerate().all(|(i, &v)| v == i as f32 + 1.0));
+    let o = oob(k.launch(3, &lnc::args![&mut y[..len], len as i32]));
+    assert_eq!((o.offset, o.pid), (32, [2, 0, 0]));
+    assert_guard_intact(&y, len);
+}
+
+#[test]
+fn a_mask_computed_from_another_buffers_length_is_caught_on_the_load_and_the_store() {
+    let m = module();
+    let k = m.kernel("copy_mask_from_the_wrong_length", "*fp32,*fp32,i32,i32,16").unwrap();
+    let mut r = rng();
+    let (n, short) = (45usize, 40usize);
+    // Y is the short one: X is read correctly, the store overruns Y.
+    let x = randn(&mut r, n, 0.0, 1.0);
+    let mut y = guarded(short);
+    let o = oob(k.launch(3, &lnc::args![&x, &mut y[..short], n as i32, short as i32]));
+    assert_eq!(o.location, "safety.py:20:5");
+    assert_eq!((o.param.as_str(), o.pid, o.valid), ("Y", [2, 0, 0], (0, 40)));
+    assert!((40..45).contains(&o.offset), "{o:?}");
+    assert_guard_intact(&y, short);
+    // X is the short one: the load overruns, and nothing of that program is stored.
+    let mut y = vec![f32::NAN; n];
+    let o = oob(k.launch(3, &lnc::args![&x[..short], &mut y, n as i32, short as i32]));
+    assert_eq!(o.location, "safety.py:19:9");
+    assert_eq!((o.param.as_str(), o.pid, o.valid), ("X", [2, 0, 0], (0, 40)));
+    // The program stops at the first tile that faults: nothing at or past the bad element
+    // is stored.
+    assert!((40..45).contains(&o.offset), "{o:?}");
+    assert!(y[o.offset as usize..].iter().all(|v| v.is_nan()), "stored past the faulting load: {y:?}");
+}
+
+#[test]
+fn an_unmasked_block_past_the_end_fails_and_the_checked_and_unchecked_runs_agree_when_in_bounds() {
+    let m = module();
+    let k = m.kernel("copy_unmasked", "*fp32,*fp32,8").unwrap();
+    let mut r = rng();
+    let x = randn(&mut r, 24, 1.0, 1.0);
+    let mut y = guarded(20);
+    // Three programs of 8 over 20 output elements.
+    let o = oob(k.launch(3, &lnc::args![&x, &mut y[..20]]));
+    assert_eq!((o.param.as_str(), o.pid, o.location.as_str()), ("Y", [2, 0, 0], "safety.py:26:5"));
+    assert_guard_intact(&y, 20);
+
+    let mut checked = vec![f32::NAN; 24];
+    let mut unchecked = vec![f32::NAN; 24];
+    k.launch(3, &lnc::args![&x, &mut checked]).unwrap();
+    // SAFETY: three programs of 8 read and write offsets 0..24, and both buffers hold 24.
+    unsafe { k.launch_unchecked(3, &lnc::args![&x, &mut unchecked]).unwrap() };
+    assert_eq!(checked, unchecked);
+    let want: Vec<f64> = x.iter().map(|&v| (v + 1.0) as f64).collect();
+    assert_close("copy_unmasked", &checked, &want, 0.0, 0.0);
+}
+
+#[test]
+fn a_loop_whose_check_is_hoisted_still_reports_the_first_bad_element() {
+    let m = module();
+    let k = m.kernel("row_sums_unmasked", "*fp32,*fp32,i32,16").unwrap();
+    let mut r = rng();
+    // Rows of N = 40 walked in steps of 16: the last step reads 48..64 of a 40-element
+    // row; for the last row that is past the end of X.
+    let (rows, n) = (3usize, 40usize);
+    let x = randn(&mut r, rows * n, 0.0, 1.0);
+    let mut s = vec![f32::NAN; rows];
+    let o = oob(k.launch(rows as u32, &lnc::args![&x, &mut s, n as i32]));
+    assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:34:16"));
+    assert_eq!(o.valid, (0, 120));
+    assert_eq!(o.offset, 120, "the first element past the end: {o:?}");
+    assert_eq!(o.pid, [2, 0, 0], "rows 0 and 1 read into the next row, inside X");
+}
+
+#[test]
+fn an_atomic_past_the_end_fails() {
+    let m = module();
+    let k = m.kernel("count_at", "*i32,i32").unwrap();
+    let mut c = vec![0i32; 8];
+    k.launch(1, &lnc::args![&mut c[..4], 3i32]).unwrap();
+    assert_eq!(c[3], 1);
+    let o = match k.launch(1, &lnc::args![&mut c[..4], 4i32]) {
+        Err(lnc::Error::OutOfBounds(o)) => o,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((o.param.as_str(), o.offset, o.location.as_str()), ("C", 4, "safety.py:40:5"));
+    assert_eq!(c[4..], [0, 0, 0, 0]);
+}
