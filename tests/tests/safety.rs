@@ -192,7 +192,7 @@ fn a_loop_whose_check_is_hoisted_still_reports_the_first_bad_element() {
 fn an_atomic_past_the_end_fails() {
     let m = module();
     let k = m.kernel("count_at", "*i32,i32").unwrap();
-    let mut c = vec![0i32; 8];
+    let mut c = [0i32; 8];
     k.launch(1, &lnc::args![&mut c[..4], 3i32]).unwrap();
     assert_eq!(c[3], 1);
     let o = match k.launch(1, &lnc::args![&mut c[..4], 4i32]) {
