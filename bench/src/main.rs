@@ -90,6 +90,8 @@ struct Row {
     copy: Times,
     /// Backward only: lnc's dwdb kernel alone.
     dwdb: Option<Times>,
+    /// Forward of bounds-checked runs: the same kernel launched without checks.
+    unchecked: Option<Times>,
 }
 
 /// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
@@ -229,10 +231,10 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     let (mut mean_l, mut rstd_l, mut mean_r, mut rstd_r) = (touched(M), touched(M), touched(M), touched(M));
     let (k, compile) = kernel(ctx, FWD, &fwd_signature(n))?;
 
-    let run_lnc = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32]| -> Result<f64> {
+    let run_lnc = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32], unchecked: bool| -> Result<f64> {
         let args = lnc::args![x, y, &w, &b, mean, rstd, n as i32, n as i32, EPS];
         let t = Instant::now();
-        launch(&k, M as u32, &args, ctx.unchecked)?;
+        launch(&k, M as u32, &args, unchecked)?;
         Ok(t.elapsed().as_secs_f64())
     };
     // Correctness, once, before timing: lnc checked launch against the baseline.
@@ -247,9 +249,11 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     check("mean", n, &mean_l, &mean_r, 1e-5, 1e-5)?;
     check("rstd", n, &rstd_l, &rstd_r, 1e-5, 1e-4)?;
 
-    let (mut tl, mut tr, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut tl, mut tr, mut tc, mut tu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
-        let a = run_lnc(y_lnc, &mut mean_l, &mut rstd_l)?;
+        let a = run_lnc(y_lnc, &mut mean_l, &mut rstd_l, ctx.unchecked)?;
+        // The cost of bounds checks: the same kernel unchecked, in the same repetition.
+        let u = if ctx.unchecked { None } else { Some(run_lnc(y_lnc, &mut mean_l, &mut rstd_l, true)?) };
         let t = Instant::now();
         baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
         let r = t.elapsed().as_secs_f64();
@@ -260,9 +264,19 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             tl.push(a);
             tr.push(r);
             tc.push(c);
+            tu.extend(u);
         }
     }
-    Ok(Row { n, compile, lnc: Times::of(tl), rust: Times::of(tr), copy: Times::of(tc), dwdb: None })
+    let unchecked = (!tu.is_empty()).then(|| Times::of(tu));
+    Ok(Row {
+        n,
+        compile,
+        lnc: Times::of(tl),
+        rust: Times::of(tr),
+        copy: Times::of(tc),
+        dwdb: None,
+        unchecked,
+    })
 }
 
 /// Backward at row length `n` (dx kernel + dwdb kernel, the tutorial's host flow), checked
@@ -324,7 +338,15 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             tr.push(r);
         }
     }
-    Ok(Row { n, compile, lnc: Times::of(tl), rust: Times::of(tr), copy, dwdb: Some(Times::of(td)) })
+    Ok(Row {
+        n,
+        compile,
+        lnc: Times::of(tl),
+        rust: Times::of(tr),
+        copy,
+        dwdb: Some(Times::of(td)),
+        unchecked: None,
+    })
 }
 
 /// Forward and backward rows for every size, on the current rayon pool.
@@ -477,6 +499,25 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
             100.0 * l / c,
             r.lnc.median * 1e3,
             r.compile.map_or_else(|| "cached".to_string(), |c| format!("{:.1} ms", c * 1e3)),
+        );
+    }
+}
+
+/// The forward's safe launches against unchecked launches of the same kernel, timed in the
+/// same repetitions.
+fn print_check_cost(title: &str, rows: &[Row]) {
+    println!("\n{title}: median ms per launch (best), checked/unchecked − 1");
+    println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", "checked ms", "unchecked ms", "overhead");
+    for r in rows {
+        let Some(u) = r.unchecked else { continue };
+        println!(
+            "{:>6} | {:>7.3} ({:>7.3}) | {:>7.3} ({:>7.3}) | {:>7.1}%",
+            r.n,
+            r.lnc.median * 1e3,
+            r.lnc.best * 1e3,
+            u.median * 1e3,
+            u.best * 1e3,
+            100.0 * (r.lnc.median / u.median - 1.0)
         );
     }
 }
@@ -667,6 +708,10 @@ fn run(opts: Opts) -> Result<()> {
         &bwd,
         3.0,
     );
+
+    if fwd.iter().any(|r| r.unchecked.is_some()) {
+        print_check_cost(&format!("cost of bounds checks on the forward, {tag}"), &fwd);
+    }
 
     if !opts.no_half {
         let t = Instant::now();
