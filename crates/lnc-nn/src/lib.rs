@@ -1,26 +1,57 @@
 //! # lnc-nn: the layer-norm family as Rust functions
 //!
-//! Kernels written in the kernel language (`kernels/*.py`), compiled by lnc on first use
-//! (and cached by the [`lnc::Jit`]) and launched with the host logic of the system they
-//! come from. Work in progress (issue 6): the Triton tutorial's layer norm, forward and
-//! backward, with the tutorial's host flow; the other forms of the seeds follow.
+//! Kernels written in the kernel language (`kernels/*.py`, and the seed's tutorial kernels
+//! in `examples/kernels/layer_norm.py`), compiled by lnc on first use of each signature
+//! (and cached by the [`lnc::Jit`]), launched with the host logic of the system they come
+//! from. Every function takes its tensors as flat row-major slices plus the lengths that
+//! shape them, checks those lengths (a mismatch is an [`Error::Shape`], never a panic),
+//! and returns fresh output buffers. Storage may be `f32`, [`half::f16`] or
+//! [`half::bf16`] (the [`Float`] types); the arithmetic is `fp32` whatever the storage,
+//! and the per-row statistics are returned in `f32`.
 //!
-//! ```no_run
+//! | system | functions | kernels |
+//! |---|---|---|
+//! | Triton tutorial 05 | [`Nn::layer_norm`] (rows of any length: a chunked kernel past 64 KB), [`Nn::layer_norm_backward`] | `_layer_norm_fwd_fused`, `_layer_norm_fwd_long`, `_layer_norm_bwd_dx_fused`, `_layer_norm_bwd_dwdb` |
+//! | RMSNorm, Triton style | [`Nn::rms_norm`], [`Nn::rms_norm_backward`] | `rms_norm.py` |
+//! | Huawei Ascend C | [`Nn::ascend_layer_norm`] (`[B, S, H]`: mean, variance), [`Nn::ascend_layer_norm_rstd`] (`[A, R]` padded rows: mean, rstd), [`Nn::layer_norm_grad_beta`] | `ascend_layer_norm.py`, `ascend_grad_beta.py` |
+//! | Tenstorrent ttnn | [`Nn::layer_norm_pre_all_gather`], [`all_gather_stats`], [`Nn::layer_norm_post_all_gather`] | `ttnn_distributed.py` |
+//! | TensorRT-LLM | [`Nn::trt_layer_norm`] (`normalized_shape` over trailing axes, `use_diff_of_squares`) | `trtllm_layer_norm.py` |
+//!
+//! Block sizes follow the tutorial's host code: a kernel that holds a row in one block gets
+//! `next_power_of_two(n)` lanes, up to 64 KB of storage per row; the kernels that walk their
+//! rows in chunks get [`CHUNK`] lanes (fewer for short rows). How the sums are taken and
+//! what that means for accuracy is in `docs/numerics.md`.
+//!
+//! ```
 //! let nn = lnc_nn::Nn::new(lnc::Jit::new())?;
 //! let (rows, n) = (4, 1000);
-//! let x = vec![0.5f32; rows * n];
+//! let x: Vec<f32> = (0..rows * n).map(|i| (i % 7) as f32 * 0.25).collect();
 //! let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
-//! let out = nn.layer_norm(&x, n, &w, &b, 1e-5)?;
-//! assert_eq!(out.y.len(), rows * n);
+//! let out = nn.layer_norm(&x, n, &w, &b, 1e-5)?; // y, mean, rstd
+//! let dy = vec![0.01f32; rows * n];
+//! let grads = nn.layer_norm_backward(&dy, &x, n, &w, &b, &out)?; // dx, dw, db
+//! assert_eq!((out.y.len(), grads.dw.len()), (rows * n, n));
+//! // The same rows normalized without weight nor bias, TensorRT-LLM style.
+//! let trt = nn.trt_layer_norm(&x, &[rows, n], &[n], None, None, 1e-5, false)?;
+//! assert_eq!(trt.rstd.len(), rows);
 //! # Ok::<(), lnc_nn::Error>(())
 //! ```
+
+mod ascend;
+mod layer_norm;
+mod rms;
+mod trt;
+mod ttnn;
+mod util;
 
 use half::{bf16, f16};
 use lnc::{Element, Jit, Module};
 
-/// The seed's three kernels (Triton tutorial 05), unchanged: the workspace's one copy,
-/// which the examples and the language tests also use.
-const LAYER_NORM: &str = include_str!("../../../examples/kernels/layer_norm.py");
+pub use ascend::{AscendLayerNormOut, GradBetaOut};
+pub use layer_norm::{LayerNormGrads, LayerNormOut};
+pub use rms::{RmsNormGrads, RmsNormOut};
+pub use ttnn::{TTNN_EPS, all_gather_stats};
+pub use util::{CHUNK, MAX_ROW_BYTES};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,8 +67,16 @@ pub enum Error {
 /// A result of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// The storage dtypes the layer norms accept (compute is in `fp32`).
-pub trait Float: Element + Copy + Default {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+/// The storage dtypes the layer norms accept (compute is in `fp32`): `f32`, `f16`, `bf16`.
+/// Sealed: a kernel signature is only known for these.
+pub trait Float: Element + Copy + Default + sealed::Sealed {
     /// The dtype's name in a kernel signature.
     const SIG: &'static str;
 }
@@ -54,159 +93,40 @@ impl Float for bf16 {
     const SIG: &'static str = "bf16";
 }
 
-/// The largest row the one-block kernels take, in bytes: the tutorial's limit.
-const MAX_ROW_BYTES: usize = 65536;
+/// The seed's three kernels (Triton tutorial 05), unchanged: the workspace's one copy,
+/// which the examples and the language tests also use.
+const LAYER_NORM: &str = include_str!("../../../examples/kernels/layer_norm.py");
+const LAYER_NORM_LONG: &str = include_str!("../kernels/layer_norm_long.py");
+const RMS_NORM: &str = include_str!("../kernels/rms_norm.py");
+const ASCEND_LAYER_NORM: &str = include_str!("../kernels/ascend_layer_norm.py");
+const ASCEND_GRAD_BETA: &str = include_str!("../kernels/ascend_grad_beta.py");
+const TTNN_DISTRIBUTED: &str = include_str!("../kernels/ttnn_distributed.py");
+const TRTLLM_LAYER_NORM: &str = include_str!("../kernels/trtllm_layer_norm.py");
 
-/// What [`Nn::layer_norm`] returns: `y`, and each row's mean and `1/std`.
-#[derive(Clone, Debug)]
-pub struct LayerNormOut<T> {
-    /// The normalized rows, scaled by the weight and shifted by the bias.
-    pub y: Vec<T>,
-    /// Each row's mean.
-    pub mean: Vec<f32>,
-    /// Each row's `1 / sqrt(var + eps)`.
-    pub rstd: Vec<f32>,
-}
-
-/// What [`Nn::layer_norm_backward`] returns.
-#[derive(Clone, Debug)]
-pub struct LayerNormGrads<T> {
-    /// The gradient of the input.
-    pub dx: Vec<T>,
-    /// The gradient of the weight.
-    pub dw: Vec<T>,
-    /// The gradient of the bias.
-    pub db: Vec<T>,
-}
-
-/// The layer-norm family, compiled on demand by one [`Jit`].
+/// The layer-norm family, compiled on demand by one [`Jit`]: one [`Module`] per kernel
+/// file, each kernel compiled once per signature (dtypes, block size, flags).
 pub struct Nn {
     layer_norm: Module,
+    layer_norm_long: Module,
+    rms_norm: Module,
+    ascend_layer_norm: Module,
+    ascend_grad_beta: Module,
+    ttnn: Module,
+    trt: Module,
 }
 
 impl Nn {
     /// Parses the kernels (compilation happens at first use, per signature).
     pub fn new(jit: Jit) -> Result<Nn> {
-        Ok(Nn { layer_norm: jit.module("examples/kernels/layer_norm.py", LAYER_NORM)? })
+        let file = |path: &str, text: &str| jit.module(path, text);
+        Ok(Nn {
+            layer_norm: file("examples/kernels/layer_norm.py", LAYER_NORM)?,
+            layer_norm_long: file("crates/lnc-nn/kernels/layer_norm_long.py", LAYER_NORM_LONG)?,
+            rms_norm: file("crates/lnc-nn/kernels/rms_norm.py", RMS_NORM)?,
+            ascend_layer_norm: file("crates/lnc-nn/kernels/ascend_layer_norm.py", ASCEND_LAYER_NORM)?,
+            ascend_grad_beta: file("crates/lnc-nn/kernels/ascend_grad_beta.py", ASCEND_GRAD_BETA)?,
+            ttnn: file("crates/lnc-nn/kernels/ttnn_distributed.py", TTNN_DISTRIBUTED)?,
+            trt: file("crates/lnc-nn/kernels/trtllm_layer_norm.py", TRTLLM_LAYER_NORM)?,
+        })
     }
-
-    /// Layer norm over the last axis of `x`, rows of `n` elements: `y = (x - mean) · rstd
-    /// · w + b`, as the tutorial's `LayerNorm.forward` (one program per row, the row in
-    /// one block of `next_power_of_two(n)` elements).
-    pub fn layer_norm<T: Float>(
-        &self,
-        x: &[T],
-        n: usize,
-        w: &[T],
-        b: &[T],
-        eps: f32,
-    ) -> Result<LayerNormOut<T>> {
-        let (rows, block) = shape::<T>(x.len(), n, w.len(), b.len())?;
-        let sig = format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{block}", t = T::SIG);
-        let k = self.layer_norm.kernel("_layer_norm_fwd_fused", &sig)?;
-        let mut out =
-            LayerNormOut { y: vec![T::default(); x.len()], mean: vec![0.0; rows], rstd: vec![0.0; rows] };
-        let n32 = int(n)?;
-        k.launch(
-            int(rows)? as u32,
-            &lnc::args![x, &mut out.y, w, b, &mut out.mean, &mut out.rstd, n32, n32, eps],
-        )?;
-        Ok(out)
-    }
-
-    /// The gradients of [`Nn::layer_norm`] given `dy` and the forward's mean and rstd (`fwd`), by
-    /// the tutorial's host flow: `dx` and partial `dw`/`db` per group of rows (the
-    /// tutorial's `GROUP_SIZE_M` for `n`, groups guarded by spin locks), then the column
-    /// sums of the partials.
-    pub fn layer_norm_backward<T: Float>(
-        &self,
-        dy: &[T],
-        x: &[T],
-        n: usize,
-        w: &[T],
-        b: &[T],
-        fwd: &LayerNormOut<T>,
-    ) -> Result<LayerNormGrads<T>> {
-        let (rows, block) = shape::<T>(x.len(), n, w.len(), b.len())?;
-        let (mean, rstd) = (&fwd.mean, &fwd.rstd);
-        if dy.len() != x.len() || mean.len() != rows || rstd.len() != rows {
-            return Err(Error::Shape(format!(
-                "dy has {} elements, mean {} and rstd {}: expected {}, {rows} and {rows}",
-                dy.len(),
-                mean.len(),
-                rstd.len(),
-                x.len()
-            )));
-        }
-        let group = group_size_m(n);
-        let t = T::SIG;
-        let dx_sig =
-            format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}");
-        let dwdb_sig = format!("*{t},*{t},*{t},*{t},i32,i32,32,128");
-        let k_dx = self.layer_norm.kernel("_layer_norm_bwd_dx_fused", &dx_sig)?;
-        let k_dwdb = self.layer_norm.kernel("_layer_norm_bwd_dwdb", &dwdb_sig)?;
-        let mut grads = LayerNormGrads {
-            dx: vec![T::default(); x.len()],
-            dw: vec![T::default(); n],
-            db: vec![T::default(); n],
-        };
-        let (mut pdw, mut pdb) = (vec![T::default(); group * n], vec![T::default(); group * n]);
-        let mut locks = vec![0i32; 2 * group];
-        let n32 = int(n)?;
-        k_dx.launch(
-            int(rows)? as u32,
-            &lnc::args![
-                &mut grads.dx,
-                dy,
-                &mut pdw,
-                &mut pdb,
-                x,
-                w,
-                b,
-                mean,
-                rstd,
-                &mut locks,
-                n32,
-                n32,
-                0.0f32
-            ],
-        )?;
-        let used = group.min(rows);
-        k_dwdb.launch(
-            int(n.div_ceil(128))? as u32,
-            &lnc::args![&pdw, &pdb, &mut grads.dw, &mut grads.db, int(used)?, n32],
-        )?;
-        Ok(grads)
-    }
-}
-
-/// Rows and block size of a problem, checked.
-fn shape<T: Float>(len: usize, n: usize, w: usize, b: usize) -> Result<(usize, usize)> {
-    if n == 0 || !len.is_multiple_of(n) {
-        return Err(Error::Shape(format!("x has {len} elements: not rows of n = {n}")));
-    }
-    if w != n || b != n {
-        return Err(Error::Shape(format!("weight has {w} elements and bias {b}: expected n = {n}")));
-    }
-    let block = n.next_power_of_two();
-    if block * std::mem::size_of::<T>() > MAX_ROW_BYTES {
-        return Err(Error::Shape(format!(
-            "rows of {n} elements do not fit one block of {MAX_ROW_BYTES} bytes (the tutorial's limit)"
-        )));
-    }
-    Ok((len / n, block))
-}
-
-/// The tutorial's `GROUP_SIZE_M` for rows of `n` elements.
-fn group_size_m(n: usize) -> usize {
-    match n {
-        ..=1024 => 256,
-        1025..=4096 => 128,
-        4097..=8192 => 96,
-        _ => 64,
-    }
-}
-
-fn int(v: usize) -> Result<i32> {
-    i32::try_from(v).map_err(|_| Error::Shape(format!("{v} does not fit the kernels' 32-bit sizes")))
 }
