@@ -26,7 +26,9 @@
 //! group (or a new one) and kept in a scratch buffer. At a flush, every load, atomic
 //! result or block reduction computed in the loop that something outside the loop still
 //! consumes is materialized as well, so memory is read once; pure elementwise blocks are
-//! recomputed instead. Blocks used inside a control-flow region but defined outside are
+//! recomputed instead, and so are contiguous loads of arguments no store or atomic of the
+//! kernel writes: their memory cannot change during the launch, and reading the row again
+//! costs what reading a scratch copy would, without the copy's stores. Blocks used inside a control-flow region but defined outside are
 //! materialized before it when they hold a load, because the region may run many times.
 //!
 //! Blocks carried by `for`/`while` or merged by `if` live in one scratch buffer per
@@ -134,10 +136,22 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) mat_slots: HashMap<bir::Value, u32>,
     /// Buffers gathering the per-lane results of reductions along the last axis.
     pub(crate) lane_buffers: HashMap<bir::Inst, u32>,
+    /// Argument slots some store or atomic of the kernel writes through.
+    written_roots: BTreeSet<u32>,
 }
 
 impl<'a> Lowerer<'a> {
     pub(crate) fn new(bf: &'a bir::Function, opts: TileOptions, prov: Provenance, uses: Uses) -> Self {
+        let mut written_roots = BTreeSet::new();
+        bf.walk(|i| {
+            let d = bf.inst(i);
+            if matches!(
+                d.opcode,
+                bir::Opcode::Store { .. } | bir::Opcode::Atomic { .. } | bir::Opcode::AtomicCas
+            ) {
+                written_roots.insert(prov.root(d.args[0]));
+            }
+        });
         let mut lf = lir::Function::new(bf.name.clone());
         lf.strings = bf.strings.clone();
         Lowerer {
@@ -156,6 +170,7 @@ impl<'a> Lowerer<'a> {
             scheduled: HashSet::new(),
             mat_slots: HashMap::new(),
             lane_buffers: HashMap::new(),
+            written_roots,
         }
     }
 
@@ -467,7 +482,7 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             let pending = self.uses.consumers(v).any(|c| !self.scheduled.contains(&c) && Some(c) != except);
-            if pending {
+            if pending && !self.reloadable(v) {
                 self.ensure_materialized(v)?;
             }
         }
@@ -501,9 +516,23 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
+    /// True for a contiguous load of an argument nothing in the kernel writes: its memory
+    /// cannot change during the launch (arguments do not overlap, and no program writes
+    /// it), so a later loop reads it again instead of a scratch copy. That saves the copy's
+    /// stores, and the second read is as cheap as the scratch read it replaces: the row
+    /// was just read, it is in cache.
+    fn reloadable(&self, v: bir::Value) -> bool {
+        let bir::ValueDef::Result(i, _) = self.bf.values[v].def else { return false };
+        let data = self.bf.inst(i);
+        matches!(data.opcode, bir::Opcode::Load { .. })
+            && self.is_block(v)
+            && !self.written_roots.contains(&self.prov.root(data.args[0]))
+            && affine::stride(self.bf, data.args[0]) == Some(1)
+    }
+
     /// True for the blocks worth keeping rather than recomputing.
     fn materializable(&self, v: bir::Value) -> bool {
-        if !self.is_block(v) || self.backed.contains_key(&v) {
+        if !self.is_block(v) || self.backed.contains_key(&v) || self.reloadable(v) {
             return false;
         }
         let bir::ValueDef::Result(i, _) = self.bf.values[v].def else {

@@ -14,10 +14,12 @@
 //!   meaning: no sink may need a scalar computed from another sink of the loop, memory
 //!   written by one sink must not be read or written at other positions by another, and
 //!   instructions with memory effects keep their order ([`fusion`](crate::fusion)).
-//! - A block read by several loops is recomputed when it is pure arithmetic and kept in a
-//!   per-program scratch buffer when it holds a load (so memory is read once and later
-//!   stores cannot change it), an atomic's result or a reduction of a block. Blocks
-//!   carried through `for`/`while`/`if` live in scratch buffers too.
+//! - A block read by several loops is recomputed when it is pure arithmetic or a
+//!   contiguous load of an argument the kernel never writes (arguments do not overlap, so
+//!   that memory is constant during the launch), and kept in a per-program scratch buffer
+//!   when it holds another load (so later stores cannot change it), an atomic's result or
+//!   a reduction of a block. Blocks carried through `for`/`while`/`if` live in scratch
+//!   buffers too.
 //! - Each access's addressing comes from its offset's affine form `base + stride·lane`
 //!   ([`affine`](crate::affine)): stride 1 is a contiguous vector access, anything else a
 //!   gather; each access names the pointer argument it derives from

@@ -70,9 +70,24 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 fn a_reduction_needing_another_waits_for_its_loop() {
     let f = lir_base(DEPENDENT, "k", "*fp32,*fp32,i32,32");
     assert_eq!(loops(&f), 3, "{}", lnc_lir::print_function(&f));
+    // Nothing writes X: each loop reads it again rather than keeping a copy.
+    assert!(f.scratch.is_empty(), "x is read again, not copied");
+    assert_eq!(loads(&f, Addressing::Contiguous), 3, "each loop reads x");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    // Written in place, X changes under the later loops: x is kept once and read once.
+    let in_place = DEPENDENT.replace("tl.store(Y + cols", "tl.store(X + cols");
+    let f = lir_base(&in_place, "k", "*fp32,*fp32,i32,32");
     assert_eq!(f.scratch.len(), 1, "x is kept once for the later loops");
     assert_eq!(loads(&f, Addressing::Contiguous), 1, "x is read from memory once");
-    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    let bufs = [f32_buffer(1, 29), Buffer::zeros(DType::F32, 29)];
+    run(
+        &in_place,
+        "k",
+        "*fp32,*fp32,i32,32",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(29), ArgValue::Int(32)],
+        &bufs,
+    );
     let bufs = [f32_buffer(1, 29), Buffer::zeros(DType::F32, 29)];
     run(
         DEPENDENT,
@@ -121,13 +136,29 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 "#;
 
 #[test]
-fn loads_are_kept_and_arithmetic_is_recomputed() {
+fn loads_of_written_arguments_are_kept_and_arithmetic_is_recomputed() {
+    // Read-only X: read again by the second loop.
     let f = lir_base(MATERIALIZE, "k", "*fp32,*fp32,i32,32");
+    assert_eq!(loops(&f), 2);
+    assert!(f.scratch.is_empty(), "{}", lnc_lir::print_function(&f));
+    assert_eq!(loads(&f, Addressing::Contiguous), 2);
+    // X written by the kernel (the result stored in place): the load is kept.
+    let in_place = MATERIALIZE.replace("tl.store(Y + i", "tl.store(X + i");
+    let f = lir_base(&in_place, "k", "*fp32,*fp32,i32,32");
     assert_eq!(loops(&f), 2);
     assert_eq!(f.scratch.len(), 1, "only the load is kept: {}", lnc_lir::print_function(&f));
     assert_eq!(loads(&f, Addressing::Contiguous), 1);
     let text = lnc_lir::print_function(&f);
     assert_eq!(text.matches("cast").count(), 2, "w is recomputed in both loops:\n{text}");
+    let bufs = [f32_buffer(1, 30), Buffer::zeros(DType::F32, 30)];
+    run(
+        &in_place,
+        "k",
+        "*fp32,*fp32,i32,32",
+        1,
+        &[ptr(0), ptr(1), ArgValue::Int(30), ArgValue::Int(32)],
+        &bufs,
+    );
     let bufs = [f32_buffer(1, 30), Buffer::zeros(DType::F32, 30)];
     run(
         MATERIALIZE,
@@ -427,9 +458,10 @@ def k(X, Y, S, R, BLOCK: tl.constexpr):
 #[test]
 fn a_for_carries_a_block_in_scratch_and_a_scalar_in_a_register() {
     let f = lir_base(FOR_CARRY, "k", "*fp32,*fp32,*fp32,i32,8");
-    // `acc` across iterations, and `x` between the reduction and the yield (the store
-    // of `total` between them orders the two loops).
-    assert_eq!(f.scratch.len(), 2, "{}", lnc_lir::print_function(&f));
+    // `acc` across iterations. `x` is needed by the reduction and the yield, two loops
+    // (the store of `total` between them orders them): X is never written, so the yield's
+    // loop reads it again.
+    assert_eq!(f.scratch.len(), 1, "{}", lnc_lir::print_function(&f));
     run(
         FOR_CARRY,
         "k",
