@@ -57,3 +57,21 @@ fn forward_layer_norm_jit_equals_interpreter() {
         }
     }
 }
+
+#[test]
+fn a_sum_of_negative_zeros_is_negative_zero() {
+    // The accumulators start at -0.0, the identity of IEEE addition: +0.0 would turn a
+    // sum of -0.0 into +0.0, which `1 / sum` or `rsqrt` would then show.
+    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(X, Out, N, BLOCK: tl.constexpr):\n    \
+               offs = tl.arange(0, BLOCK)\n    x = tl.load(X + offs, mask=offs < N, other=-0.0)\n    \
+               tl.store(Out, tl.sum(x, axis=0))\n";
+    let jit = lnc::Jit::new();
+    let module = jit.module("negzero.py", src).unwrap();
+    for (n, block) in [(1usize, 1u32), (2, 2), (4, 4), (5, 16), (16, 16), (37, 64)] {
+        let k = module.kernel("k", &format!("*fp32,*fp32,i32,{block}")).unwrap();
+        let x = vec![-0.0f32; n];
+        let mut out = vec![f32::NAN; 1];
+        k.launch(1, &lnc::args![&x, &mut out, n as i32]).unwrap();
+        assert_eq!(out[0].to_bits(), (-0.0f32).to_bits(), "n = {n}, BLOCK = {block}: {}", out[0]);
+    }
+}

@@ -34,7 +34,9 @@ pub(crate) fn tile_lanes(lanes: u8, extent: u32) -> u8 {
 pub(crate) fn neutral(op: bir::ReduceOp, d: DType) -> Const {
     let bits = d.bits();
     match (op, d.is_float()) {
-        (bir::ReduceOp::Sum, true) => Const::Float(0.0),
+        // -0.0, not +0.0: `x + -0.0` is `x` bit for bit, so a sum of negative zeros stays
+        // -0.0 as IEEE 754 (and the reference interpreter) has it.
+        (bir::ReduceOp::Sum, true) => Const::Float(-0.0),
         (bir::ReduceOp::Sum, false) => Const::Int(0),
         (bir::ReduceOp::Max, true) => Const::Float(f64::NEG_INFINITY),
         (bir::ReduceOp::Min, true) => Const::Float(f64::INFINITY),
