@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 use lnc::{Arg, DType, DumpRequest, Elem, Jit, Kernel, Module, Scalar, Stage};
+use lnc_diag::{Diagnostic, SourceFile, Span};
 
 use npy::HostBuffer;
 
@@ -96,17 +97,43 @@ struct LaunchArgs {
 /// An error already rendered for the terminal.
 struct Failure(String);
 
+impl Failure {
+    /// Renders a diagnostic that points into no file (bad command-line input): the same
+    /// `error:` header and `= help:` lines as source diagnostics.
+    fn new(d: Diagnostic) -> Failure {
+        Failure(d.render(&SourceFile::new("", "")))
+    }
+}
+
 impl From<lnc::Error> for Failure {
     fn from(e: lnc::Error) -> Failure {
-        Failure(match &e {
-            lnc::Error::Source(_) => e.to_string(),
-            _ => format!("error: {e}"),
-        })
+        match e {
+            lnc::Error::Source(_) => Failure(e.to_string()),
+            lnc::Error::NoSuchKernel { name, file, available } => {
+                let names: Vec<&str> = available.split(", ").filter(|n| !n.is_empty()).collect();
+                no_such_kernel(&name, &file, &names)
+            }
+            e => fail(e.to_string()),
+        }
     }
 }
 
 fn fail(msg: impl Into<String>) -> Failure {
-    Failure(format!("error: {}", msg.into()))
+    Failure::new(Diagnostic::error_nospan(msg))
+}
+
+fn fail_help(msg: impl Into<String>, help: impl Into<String>) -> Failure {
+    Failure::new(Diagnostic::error_nospan(msg).with_help(help))
+}
+
+/// A kernel name that is not one of the file's `@jit` functions.
+fn no_such_kernel(name: &str, file: &str, kernels: &[&str]) -> Failure {
+    let d = Diagnostic::error_nospan(format!("no @jit kernel named `{name}` in {file}"));
+    Failure::new(match lnc_diag::suggest(name, kernels.iter().copied()) {
+        Some(s) => d.with_help(format!("did you mean `{s}`?")),
+        None if kernels.is_empty() => d.with_note("the file has no `@triton.jit` functions"),
+        None => d.with_note(format!("the kernels of this file are: {}", kernels.join(", "))),
+    })
 }
 
 fn main() -> ExitCode {
@@ -223,9 +250,11 @@ fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
     if let Ok(f) = cleaned.parse::<f64>() {
         return Ok(ArgValue::Float(f));
     }
-    Err(fail(format!(
-        "--arg {name}={v}: expected `@file.npy`, `@file.npy+K`, `rand:f32:4096x1000` (zeros, ones, rand, randn), an integer, a float or True/False"
-    )))
+    Err(fail_help(
+        format!("--arg {name}={v}: `{v}` is not a value lnc can pass"),
+        "a value is a buffer (`@file.npy`, `@file.npy+K` for a pointer K elements in, or a generated \
+         `zeros|ones|rand|randn:DTYPE:SHAPE` such as `rand:f32:4096x1000`), an integer, a float or True/False",
+    ))
 }
 
 fn literal_text(v: &ArgValue) -> String {
@@ -240,12 +269,19 @@ fn literal_text(v: &ArgValue) -> String {
 fn parse_grid(g: &str) -> Result<[u32; 3], Failure> {
     let parts: Vec<&str> = g.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(fail(format!("--grid `{g}`: expected X, X,Y or X,Y,Z")));
+        return Err(fail_help(
+            format!("--grid `{g}`: expected X, X,Y or X,Y,Z"),
+            "e.g. `--grid 128` or `--grid 16,4`",
+        ));
     }
     let mut grid = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        grid[i] =
-            p.parse().map_err(|_| fail(format!("--grid `{g}`: `{p}` is not a non-negative integer")))?;
+        grid[i] = p.parse().map_err(|_| {
+            fail_help(
+                format!("--grid `{g}`: `{p}` is not a non-negative integer"),
+                "the grid is one to three program counts, e.g. `--grid 128` or `--grid 16,4`",
+            )
+        })?;
     }
     Ok(grid)
 }
@@ -269,21 +305,25 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     let t = Instant::now();
     let module = load(file)?;
     let mut compile = t.elapsed();
-    let info = module
-        .kernels()
-        .into_iter()
-        .find(|k| k.name == kernel)
-        .ok_or_else(|| fail(format!("no @jit kernel named `{kernel}` in {}", file.display())))?;
+    let kernels = module.kernels();
+    let Some(info) = kernels.iter().find(|k| k.name == kernel) else {
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        return Err(no_such_kernel(kernel, &file.display().to_string(), &names));
+    };
 
     let mut values: HashMap<String, ArgValue> = HashMap::new();
     for a in &l.args {
-        let (name, v) = a.split_once('=').ok_or_else(|| fail(format!("--arg `{a}`: expected NAME=VALUE")))?;
+        let (name, v) = a
+            .split_once('=')
+            .ok_or_else(|| fail_help(format!("--arg `{a}`: expected NAME=VALUE"), "e.g. `--arg N=1024`"))?;
         if !info.params.iter().any(|p| p.name == name) {
             let names: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(fail(format!(
-                "--arg {name}: `{kernel}` has no parameter `{name}` (parameters: {})",
-                names.join(", ")
-            )));
+            let d = Diagnostic::error_nospan(format!("--arg {name}: `{kernel}` has no parameter `{name}`"));
+            let d = match lnc_diag::suggest(name, names.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d,
+            };
+            return Err(Failure::new(d.with_note(format!("the parameters are: {}", names.join(", ")))));
         }
         if values.insert(name.to_string(), parse_arg_value(name, v)?).is_some() {
             return Err(fail(format!("--arg {name} is given twice")));
@@ -295,7 +335,9 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     for (name, v) in &values {
         match v {
             ArgValue::Buffer { path, offset } => {
-                let buf = npy::read(path).map_err(|m| fail(format!("--arg {name}: {m}")))?;
+                let buf = npy::read(path).map_err(|d| {
+                    Failure::new(Diagnostic { message: format!("--arg {name}: {}", d.message), ..d })
+                })?;
                 if *offset > buf.len {
                     return Err(fail(format!(
                         "--arg {name}: offset {offset} is past the end of `{}` ({} elements)",
@@ -328,9 +370,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
                     Some(ArgValue::Float(_)) => "fp32".to_string(),
                     Some(ArgValue::Bool(_)) => "i1".to_string(),
                     None if p.constexpr && p.default.is_some() => continue,
-                    None => {
-                        return Err(fail(format!("missing --arg {}=... (parameter of `{kernel}`)", p.name)));
-                    }
+                    None => return Err(missing_args(kernel, &[p.name.as_str()])),
                 };
                 entries.push(format!("{}={entry}", p.name));
             }
@@ -349,6 +389,31 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
             b.dtype = DType::BF16;
         }
     }
+    // With --signature the buffers' element types may disagree with it; say so in terms of
+    // the files rather than leave it to the launch.
+    for p in k.params() {
+        if let (Elem::Ptr(want), Some((b, _))) = (p.elem, buffers.get(&p.name))
+            && b.dtype != want
+        {
+            let what = match values.get(&p.name) {
+                Some(ArgValue::Buffer { path, .. }) => format!("`{}`", path.display()),
+                _ => "the generated buffer".to_string(),
+            };
+            return Err(fail_help(
+                format!(
+                    "--arg {}: {what} holds {} elements but parameter `{}` is `{}`",
+                    p.name,
+                    npy::numpy_name(b.dtype),
+                    p.name,
+                    p.elem
+                ),
+                format!(
+                    "convert the array (`a.astype(np.{})`), or leave out --signature to take the types from the arguments",
+                    npy::numpy_name(want)
+                ),
+            ));
+        }
+    }
     Ok(Prepared { kernel: k, grid, values, buffers, unchecked: l.unchecked, compile })
 }
 
@@ -363,6 +428,30 @@ impl Prepared {
             self.buffers.iter_mut().map(|(n, (b, o))| (n.as_str(), (b, *o))).collect();
         for p in k.params() {
             let arg = match (self.values.get(&p.name), p.elem) {
+                (Some(ArgValue::Buffer { .. } | ArgValue::Generated(_)), Elem::Scalar(_)) => {
+                    return Err(fail_help(
+                        format!(
+                            "--arg {}: parameter `{}` is a scalar `{}`, not a buffer",
+                            p.name, p.name, p.elem
+                        ),
+                        "give a literal, e.g. `--arg N=1024`",
+                    ));
+                }
+                (Some(ArgValue::Int(_) | ArgValue::Float(_) | ArgValue::Bool(_)), Elem::Ptr(_)) => {
+                    return Err(fail_help(
+                        format!(
+                            "--arg {}: parameter `{}` is a pointer `{}`, not a number",
+                            p.name, p.name, p.elem
+                        ),
+                        format!("give a buffer: `--arg {}=@file.npy`", p.name),
+                    ));
+                }
+                (Some(ArgValue::Float(f)), Elem::Scalar(d)) if !d.is_float() => {
+                    return Err(fail_help(
+                        format!("--arg {}={f:?}: parameter `{}` is `{d}`, an integer", p.name, p.name),
+                        "give an integer, or change its type in --signature",
+                    ));
+                }
                 (Some(ArgValue::Buffer { .. } | ArgValue::Generated(_)), _) => {
                     let (b, off) = by_name.remove(p.name.as_str()).ok_or_else(|| {
                         fail(format!("--arg {}: the same buffer cannot be passed twice", p.name))
@@ -384,26 +473,95 @@ impl Prepared {
             args.push(arg);
         }
         if !missing.is_empty() {
-            return Err(fail(format!(
-                "missing --arg for parameter(s) of `{}`: {}",
-                k.name(),
-                missing.join(", ")
-            )));
+            let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+            return Err(missing_args(k.name(), &missing));
         }
         Ok((k, args))
     }
 }
 
+/// Parameters of `kernel` that no `--arg` gives a value.
+fn missing_args(kernel: &str, names: &[&str]) -> Failure {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    let given: Vec<String> = names.iter().map(|n| format!("`--arg {n}=VALUE`")).collect();
+    fail_help(
+        format!(
+            "no value for parameter{} {} of `{kernel}`",
+            if names.len() == 1 { "" } else { "s" },
+            quoted.join(", ")
+        ),
+        format!("add {}", given.join(" ")),
+    )
+}
+
 /// Launches `k` once on `args`, bounds-checked unless `unchecked`.
 fn launch(k: &Kernel, grid: [u32; 3], args: &[Arg<'_>], unchecked: bool) -> Result<(), Failure> {
-    if unchecked {
+    let result = if unchecked {
         // SAFETY: the user asked for an unchecked launch on the command line and takes
         // responsibility for the kernel's accesses staying in bounds.
-        unsafe { k.launch_unchecked(grid, args)? };
+        unsafe { k.launch_unchecked(grid, args) }
     } else {
-        k.launch(grid, args)?;
+        k.launch(grid, args)
+    };
+    result.map_err(|e| launch_failure(k.file(), e))
+}
+
+/// A failed launch; errors at a place in the kernel are shown with the source line and a
+/// caret under the access or assertion.
+fn launch_failure(file: &SourceFile, e: lnc::Error) -> Failure {
+    let d = match &e {
+        lnc::Error::OutOfBounds(ob) => site_span(file, &ob.location).map(|span| {
+            let (lo, hi) = ob.valid;
+            Diagnostic::error(
+                format!(
+                    "out-of-bounds access in kernel `{}`: element offset {} of `{}` is outside its buffer [{lo}, {hi})",
+                    ob.kernel, ob.offset, ob.param
+                ),
+                span,
+                format!("in program {:?}", ob.pid),
+            )
+            .with_note(format!("`{}` may be indexed at offsets {lo} to {} from where it points", ob.param, hi - 1))
+            .with_help("pass a larger buffer, or mask the access to the valid offsets (e.g. `mask=offs < N`)")
+        }),
+        lnc::Error::AssertFailed { kernel, location, pid } => site_span(file, location).map(|span| {
+            Diagnostic::error(format!("assertion failed in kernel `{kernel}`"), span, format!("false in program {pid:?}"))
+        }),
+        _ => None,
+    };
+    match d {
+        Some(d) => Failure(d.render(file)),
+        None => e.into(),
     }
-    Ok(())
+}
+
+/// The span of the call at `location` (`file:line:col`, as launch errors give it): from
+/// that column through the call's closing parenthesis, or the name there when it is not a
+/// call.
+fn site_span(file: &SourceFile, location: &str) -> Option<Span> {
+    let mut parts = location.rsplitn(3, ':');
+    let col = parts.next()?.parse().ok()?;
+    let line = parts.next()?.parse().ok()?;
+    let start = file.offset(line, col)? as usize;
+    let rest = &file.text[start..];
+    let name_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len());
+    let mut end = start + if name_len > 0 { name_len } else { rest.chars().next().map_or(0, char::len_utf8) };
+    if rest[name_len..].starts_with('(') {
+        let mut depth = 0usize;
+        for (i, c) in rest[name_len..].char_indices() {
+            match c {
+                '(' | '[' => depth += 1,
+                ')' | ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = start + name_len + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(Span::new(start, end))
 }
 
 fn run(l: &LaunchArgs, out: &Path) -> Result<(), Failure> {

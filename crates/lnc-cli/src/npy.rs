@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use lnc::{BufferArg, DType};
+use lnc_diag::Diagnostic;
 
 /// A host buffer holding an array's elements, 8-byte aligned so any dtype can live in it.
 pub struct HostBuffer {
@@ -65,31 +66,70 @@ fn dtype_of(descr: &str) -> Option<DType> {
     })
 }
 
-/// Reads an `.npy` file (C order, little-endian, numeric) into a host buffer.
-pub fn read(path: &Path) -> Result<HostBuffer, String> {
+/// The numpy name of an element type, for help lines (bf16 travels as uint16).
+pub fn numpy_name(d: DType) -> &'static str {
+    match d {
+        DType::I1 => "bool",
+        DType::BF16 => "uint16",
+        d => d.tl_name(),
+    }
+}
+
+/// What a kernel buffer can be read from, for help lines.
+const READABLE: &str = "save it as bool, int8…int64, uint8…uint64, float16, float32 or float64 \
+                        (uint16 for bfloat16), little-endian";
+
+/// Reads an `.npy` file (C order, little-endian, numeric) into a host buffer. Errors have
+/// no source location; they name the file and, where a fix is known, say it.
+pub fn read(path: &Path) -> Result<HostBuffer, Diagnostic> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let npy =
-        npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("`{shown}` is not a valid .npy file: {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        let d = Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"));
+        if e.kind() == std::io::ErrorKind::NotFound {
+            d.with_help(
+                "give the path of an existing .npy file (relative to the current directory), \
+                 or a generated buffer such as `zeros:f32:1024`",
+            )
+        } else {
+            d
+        }
+    })?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| {
+        Diagnostic::error_nospan(format!("`{shown}` is not a valid .npy file: {e}"))
+            .with_help("write it with `numpy.save`")
+    })?;
     if npy.order() == npyz::Order::Fortran {
-        return Err(format!("`{shown}` is in Fortran order; save it in C order (np.ascontiguousarray)"));
+        return Err(Diagnostic::error_nospan(format!("`{shown}` is in Fortran order"))
+            .with_help("save it in C order: `np.save(path, np.ascontiguousarray(a))`"));
     }
     let descr = match npy.dtype() {
         npyz::DType::Plain(t) => t.to_string(),
         other => {
-            return Err(format!(
+            return Err(Diagnostic::error_nospan(format!(
                 "`{shown}` has a structured dtype ({other:?}); lnc reads plain numeric arrays"
-            ));
+            ))
+            .with_help(READABLE));
         }
     };
-    let dtype = dtype_of(&descr)
-        .ok_or_else(|| format!("`{shown}` has element type `{descr}`, which lnc cannot pass to a kernel"))?;
+    let dtype = dtype_of(&descr).ok_or_else(|| {
+        Diagnostic::error_nospan(format!(
+            "`{shown}` has element type `{descr}`, which lnc cannot pass to a kernel"
+        ))
+        .with_help(READABLE)
+    })?;
     let shape = npy.shape().to_vec();
+    let short = || Diagnostic::error_nospan(format!("`{shown}` is shorter than its header says"));
+    // Check the header's size against the file before allocating: a corrupt shape must not
+    // overflow or ask for more memory than the file could fill.
+    let size = shape.iter().try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d));
+    if size.is_none_or(|n| n > bytes.len() as u64) {
+        return Err(short());
+    }
     let mut buf = HostBuffer::zeroed(dtype, shape);
-    let header_len = bytes.len() - buf.bytes().len();
-    let data = bytes.get(header_len..).ok_or_else(|| format!("`{shown}` is shorter than its header says"))?;
+    let header_len = bytes.len().checked_sub(buf.bytes().len()).ok_or_else(short)?;
+    let data = bytes.get(header_len..).ok_or_else(short)?;
     if data.len() != buf.bytes().len() {
-        return Err(format!("`{shown}` is shorter than its header says"));
+        return Err(short());
     }
     buf.bytes_mut().copy_from_slice(data);
     Ok(buf)

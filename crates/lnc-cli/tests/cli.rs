@@ -219,7 +219,7 @@ fn run_reports_a_missing_file_and_a_missing_argument() {
         "/tmp/x",
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("missing --arg X="), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no value for parameter `X` of `_layer_norm_fwd_fused`"), "{}", stderr(&o));
 }
 
 fn run_args(kernel: &str, grid: usize, args: &[(&str, String)], out: &Path) -> Output {

@@ -66,6 +66,25 @@ impl SourceFile {
         (line, col)
     }
 
+    /// The byte offset of a 1-based line and column (the inverse of [`line_col`]), or
+    /// `None` when the file has no such position.
+    ///
+    /// [`line_col`]: SourceFile::line_col
+    pub fn offset(&self, line: usize, col: usize) -> Option<u32> {
+        let line_start = match line {
+            0 => return None,
+            1 => 0,
+            _ => self.text.match_indices('\n').nth(line - 2)?.0 + 1,
+        };
+        let rest = &self.text[line_start..];
+        let line_text = &rest[..rest.find('\n').unwrap_or(rest.len())];
+        let in_line = match col.checked_sub(1)? {
+            c if c == line_text.chars().count() => line_text.len(),
+            c => line_text.char_indices().nth(c)?.0,
+        };
+        u32::try_from(line_start + in_line).ok()
+    }
+
     /// The text of the 1-based line `line`, without its newline.
     pub fn line_text(&self, line: usize) -> &str {
         self.text.lines().nth(line.saturating_sub(1)).unwrap_or("")
@@ -199,6 +218,44 @@ pub fn render_all(diags: &[Diagnostic], file: &SourceFile) -> String {
     out
 }
 
+/// Edit distance counting an adjacent transposition as one edit (the commonest typo).
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The closest candidate to `name`, if one is close enough to be a likely typo, for a
+/// "did you mean" help. Names of one or two letters get no suggestion: every other short
+/// name would be "close".
+pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = (name.chars().count() / 3).min(3);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +266,20 @@ mod tests {
         assert_eq!(f.line_col(0), (1, 1));
         assert_eq!(f.line_col(4), (2, 2));
         assert_eq!(f.line_text(2), "cd");
+        for offset in 0..=6 {
+            let (line, col) = f.line_col(offset);
+            assert_eq!(f.offset(line, col), Some(offset));
+        }
+        assert_eq!(f.offset(2, 9), None);
+        assert_eq!(f.offset(0, 1), None);
+    }
+
+    #[test]
+    fn suggests_close_names_only() {
+        assert_eq!(suggest("maks", ["mask", "other", "pointer"]), Some("mask"));
+        assert_eq!(suggest("xyz", ["mask", "other"]), None);
+        assert_eq!(suggest("laod", ["load", "store"]), Some("load"));
+        assert_eq!(suggest("y", ["X"]), None);
     }
 
     #[test]

@@ -242,8 +242,13 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             let d = Diagnostic::error(
                 format!("axis {a} is out of range for a block of rank {rank}"),
                 o.span,
-                format!("valid axes: {}..{}", -r, r - 1),
-            );
+                if rank == 1 {
+                    "valid axes: 0 and -1".to_string()
+                } else {
+                    format!("valid axes: {}..={}", -r, r - 1)
+                },
+            )
+            .with_help("axes count from 0 (the outermost) and negative axes from the end");
             return self.fail(d);
         }
         Ok(if a < 0 { (a + r) as usize } else { a as usize })

@@ -987,6 +987,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 .with_label(ptr.span, format!("pointer shape {}", shape_str(ptr.shape)))
                 .with_note(
                     "it must broadcast to the pointer's shape (aligned on the right, sizes equal or 1)",
+                )
+                .with_help(
+                    "compute it on blocks of the pointer's shape, or reduce it first (`tl.sum(x, axis=0)`)",
                 );
                 self.fail(d)
             }
@@ -1049,7 +1052,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 .with_label(p.span, format!("pointer shape {}", shape_str(p.shape)))
                 .with_note(
                     "the mask must broadcast with the pointer (aligned on the right, sizes equal or 1)",
-                );
+                )
+                .with_help("build the mask from the offsets the pointer is built from, e.g. `mask=offs < N`");
                 return self.fail(d);
             };
             p.v = self.expand_to(p.v, s, p.span);
@@ -1286,21 +1290,39 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     /// Checks the element type of an atomic's pointer (Triton's `atom_red_typechecking_impl`).
     fn atomic_elem_check(&mut self, p: &Ptr, name: &str, op: Option<AtomicOp>) -> R<()> {
         let d = p.pointee;
-        let bad = match op {
-            None => !matches!(d.bits(), 16 | 32 | 64),
+        // The first rule that rejects `d`, as the help that says which types do work.
+        let help = match op {
+            None if !matches!(d.bits(), 16 | 32 | 64) => {
+                Some("`tl.atomic_cas` works on 16-, 32- and 64-bit elements (e.g. an `int32` lock)")
+            }
+            None => None,
             Some(op) => {
-                (matches!(d, DType::F16 | DType::BF16) && op != AtomicOp::Add)
-                    || d.bits() < 16
-                    || matches!(d, DType::I16 | DType::U16)
-                    || (matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) && d.is_float())
-                    || (matches!(op, AtomicOp::Max | AtomicOp::Min)
-                        && d.is_float()
-                        && !matches!(d, DType::F32 | DType::F64))
+                if d.bits() < 16 || matches!(d, DType::I16 | DType::U16) {
+                    Some(
+                        "atomics work on 32- and 64-bit elements (and `atomic_add` also on float16 and \
+                         bfloat16): use an `int32` or `float32` buffer",
+                    )
+                } else if matches!(d, DType::F16 | DType::BF16) && op != AtomicOp::Add {
+                    Some("of the atomics only `atomic_add` takes float16 and bfloat16 elements")
+                } else if matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) && d.is_float() {
+                    Some("bitwise atomics need integer elements")
+                } else if matches!(op, AtomicOp::Max | AtomicOp::Min)
+                    && d.is_float()
+                    && !matches!(d, DType::F32 | DType::F64)
+                {
+                    Some("`atomic_max` and `atomic_min` on floats need float32 or float64 elements")
+                } else {
+                    None
+                }
             }
         };
-        if bad {
-            let e =
-                Diagnostic::error(format!("`{name}` does not support {} elements", d.tl_name()), p.span, "");
+        if let Some(help) = help {
+            let e = Diagnostic::error(
+                format!("`{name}` does not support {} elements", d.tl_name()),
+                p.span,
+                format!("a pointer to {}", d.tl_name()),
+            )
+            .with_help(help);
             return self.fail(e);
         }
         Ok(())

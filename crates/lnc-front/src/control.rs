@@ -573,6 +573,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 "kernels can only loop over `range(...)`, `tl.range(...)` or `tl.static_range(...)`",
                 iter.span,
                 "not a range",
+            )
+            .with_help(
+                "loop over indices, e.g. `for i in tl.static_range(3):` (unrolled), and pick the \
+                 element inside",
             );
             me.fail::<()>(d)
         };

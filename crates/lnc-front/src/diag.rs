@@ -67,42 +67,8 @@ pub(crate) fn val_str(v: &Val, ty: impl Fn(lnc_bir::Value) -> Type) -> String {
     }
 }
 
-/// Edit distance counting an adjacent transposition as one edit (the commonest typo).
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = v;
-        }
-    }
-    d[a.len()][b.len()]
-}
-
-/// The closest candidate to `name`, if one is close enough to be a likely typo (names of
-/// one or two letters get no suggestion: every other short name would be "close").
-pub(crate) fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let limit = (name.chars().count() / 3).min(3);
-    candidates
-        .into_iter()
-        .filter(|c| *c != name)
-        .map(|c| (distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| c)
-}
+/// "Did you mean" candidates, shared with the command line.
+pub(crate) use lnc_diag::suggest;
 
 #[cfg(test)]
 mod tests {
@@ -113,9 +79,5 @@ mod tests {
     fn names() {
         assert_eq!(type_str(Type::block(Elem::Scalar(DType::F32), Shape::d2(32, 128))), "float32[32, 128]");
         assert_eq!(type_str(Type::ptr(DType::F16)), "pointer<float16>");
-        assert_eq!(suggest("maks", ["mask", "other", "pointer"]), Some("mask"));
-        assert_eq!(suggest("xyz", ["mask", "other"]), None);
-        assert_eq!(suggest("laod", ["load", "store"]), Some("load"));
-        assert_eq!(suggest("y", ["X"]), None);
     }
 }

@@ -249,6 +249,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         } else if let Some(s) = suggest(name, crate::builtins::TL_NAMES.iter().copied()) {
             let prefix = full.rsplit_once('.').map_or(module_str(m), |(p, _)| p);
             d = d.with_help(format!("did you mean `{prefix}.{s}`?"));
+        } else {
+            d = d.with_note("docs/language.md lists the `tl` functions lnc supports");
         }
         self.fail(d)
     }

@@ -384,14 +384,36 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             StmtKind::For { target, iter, body, orelse } => self.lower_for(s, target, iter, body, orelse),
             StmtKind::While { cond, body, orelse } => self.lower_while(s, cond, body, orelse),
             StmtKind::Pass => Ok(()),
-            StmtKind::Break | StmtKind::Continue => {
-                let kw = if matches!(s.kind, StmtKind::Break) { "break" } else { "continue" };
-                let d = Diagnostic::error(format!("`{kw}` is not supported in Triton kernels"), s.span, "")
-                    .with_help("make the loop condition (`while`) or an `if` around the rest of the body say when to stop");
+            StmtKind::Break => {
+                let d =
+                    Diagnostic::error("`break` is not supported in Triton kernels", s.span, "not supported")
+                        .with_help(
+                            "say when to stop in the loop's condition (`while i < n and not done:`), or put \
+                         the rest of the body under an `if`; to skip lanes of a block, use a mask",
+                        );
+                self.fail(d)
+            }
+            StmtKind::Continue => {
+                let d = Diagnostic::error(
+                    "`continue` is not supported in Triton kernels",
+                    s.span,
+                    "not supported",
+                )
+                .with_help(
+                    "put the rest of the loop body under an `if` instead; to skip lanes of a \
+                             block, use a mask",
+                );
                 self.fail(d)
             }
             StmtKind::Assert { test, msg } => self.assert_stmt(s, test, msg.as_ref()),
             StmtKind::Unsupported(what) => {
+                // A nested `def`/`class` binds its name: mark it unusable so that its calls
+                // do not also report an unknown name.
+                if matches!(*what, "def" | "async def" | "class")
+                    && let Some(name) = defined_name(self.text(s.span))
+                {
+                    self.env.insert(name.to_string(), Val::Undef(Undef::Silent));
+                }
                 let d = unsupported(what, s.span);
                 self.fail(d)
             }
@@ -534,10 +556,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         } else if matches!(name, "torch" | "np" | "numpy" | "math") {
             d = d.with_note("only `triton.language` (imported as `tl`) can be used inside a kernel");
         } else {
-            d = d.with_note(
-                "a kernel sees its parameters, its local variables, the file's @jit functions and `tl`; \
-                 module-level Python variables are not available",
-            );
+            d = d
+                .with_note(
+                    "a kernel sees its parameters, its local variables, the file's @jit functions and `tl`; \
+                     module-level Python variables are not available",
+                )
+                .with_help(
+                    "assign it first, or pass it as a parameter (`tl.constexpr` for a compile-time constant)",
+                );
         }
         self.fail(d)
     }
@@ -623,7 +649,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     args.span,
                     "in this call",
                 )
-                .with_label(p.span, "declared `tl.constexpr` here");
+                .with_label(p.span, "declared `tl.constexpr` here")
+                .with_help(
+                    "pass a literal or a `tl.constexpr` of the caller, or drop the annotation if the \
+                     value may be known only at run time",
+                );
                 return self.fail(d);
             }
             env.insert(p.name.name.clone(), v);
@@ -660,6 +690,18 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     pub(crate) fn placeholder_value(&mut self, ty: Type, span: Span) -> Value {
         self.emit(Opcode::Const(Const::Int(0)), vec![], ty, span)
     }
+}
+
+/// The name a `def` or `class` statement binds, from its source text (which may start
+/// with decorators).
+fn defined_name(text: &str) -> Option<&str> {
+    text.lines().find_map(|line| {
+        let line = line.trim_start();
+        let line = line.strip_prefix("async").map_or(line, str::trim_start);
+        let rest = line.strip_prefix("def ").or_else(|| line.strip_prefix("class "))?.trim_start();
+        let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        (end > 0).then(|| &rest[..end])
+    })
 }
 
 /// The diagnostic for a Python construct kernels cannot contain (worded by the parser's

@@ -161,7 +161,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
              and sizes must be equal or 1",
             dim(a.0),
             dim(b.0)
-        ));
+        ))
+        .with_help("add an axis of size 1 where one is missing (`x[:, None]`, `x[None, :]`), or make the sizes agree");
         self.diags.push(d);
         Failed
     }
@@ -251,7 +252,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     format!("constant {i} is out of range for type {}", d.tl_name()),
                     o.span,
                     format!("{} holds {lo}..={hi}", d.tl_name()),
-                );
+                )
+                .with_help("convert the other operand to a wider type first, e.g. `x.to(tl.int32)`");
                 return self.fail(e);
             }
         }
@@ -354,7 +356,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                         "",
                     )
                     .with_label(l.span, self.operand_desc(&l))
-                    .with_label(r.span, self.operand_desc(&r));
+                    .with_label(r.span, self.operand_desc(&r))
+                    .with_help(
+                        "convert the value with `.to(tl.int32)`, or reinterpret its bits with \
+                         `.to(tl.int32, bitcast=True)`",
+                    );
                     return self.fail(e);
                 }
                 match op {
@@ -444,7 +450,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     off.span,
                     "not an integer",
                 )
-                .with_label(ptr.span, self.operand_desc(ptr));
+                .with_label(ptr.span, self.operand_desc(ptr))
+                .with_help(
+                    "offsets count elements: compute them with integers, or convert with `.to(tl.int32)`",
+                );
                 return self.fail(d);
             }
         };

@@ -222,6 +222,7 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
                     .with_help("give positional entries first, then `NAME=entry` ones"));
                 }
                 if positional >= params.len() {
+                    let names: Vec<String> = params.iter().map(|p| format!("`{}`", p.name.name)).collect();
                     return Err(Diagnostic::error(
                         format!(
                             "the signature has too many entries: `{fname}` has {} parameter{}",
@@ -230,7 +231,11 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
                         ),
                         kernel.name.span,
                         "kernel defined here",
-                    ));
+                    )
+                    .with_help(format!(
+                        "give one entry per parameter ({}) and remove the others",
+                        names.join(", ")
+                    )));
                 }
                 positional += 1;
                 (positional - 1, item)
@@ -288,6 +293,18 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
     }
     if let Some(first) = missing.first() {
         let names: Vec<String> = missing.iter().map(|p| format!("`{}`", p.name.name)).collect();
+        let is_constexpr = |p: &ast::Param| p.annotation.as_ref().is_some_and(is_constexpr_annotation);
+        let help = if missing.iter().all(|p| is_constexpr(p)) {
+            let values: Vec<String> = missing.iter().map(|p| format!("{}=128", p.name.name)).collect();
+            format!(
+                "a `tl.constexpr` parameter without a default needs its value in the signature, e.g. `{}`",
+                values.join(",")
+            )
+        } else {
+            "add an entry for each: a pointer type (`*fp32`), a scalar type (`i32`) or, \
+             for a `tl.constexpr`, a literal (`1024`)"
+                .to_string()
+        };
         return Err(Diagnostic::error(
             format!(
                 "the signature has {} entr{} but `{fname}` has {} parameters: {} missing",
@@ -298,7 +315,8 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
             ),
             first.span,
             "no signature entry for this parameter",
-        ));
+        )
+        .with_help(help));
     }
     Ok(Signature { entries })
 }

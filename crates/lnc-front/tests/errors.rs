@@ -137,6 +137,54 @@ def k(X):
 );
 
 error_test!(
+    continue_is_unsupported,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in range(n):
+        if i % 2 == 0:
+            continue
+        tl.store(X + i, 1.0)
+"#
+);
+
+error_test!(
+    list_comprehension_is_unsupported,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    xs = [tl.load(X + i) for i in range(4)]
+"#
+);
+
+error_test!(
+    nested_function_is_unsupported,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    def twice(v):
+        return v * 2
+    tl.store(X, twice(tl.load(X)))
+"#
+);
+
+error_test!(
+    for_else_is_unsupported,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n):
+    for i in range(n):
+        tl.store(X + i, 0.0)
+    else:
+        tl.store(X, 1.0)
+"#
+);
+
+error_test!(
     with_is_unsupported,
     "*fp32",
     r#"
@@ -342,6 +390,47 @@ error_test!(
 @triton.jit
 def k(X):
     x = tl.exp(tl.load(X))
+"#
+);
+
+error_test!(
+    atomic_add_on_bool,
+    "*i1",
+    r#"
+@triton.jit
+def k(Flags):
+    tl.atomic_add(Flags, 1)
+"#
+);
+
+error_test!(
+    atomic_xor_on_float,
+    "*fp32",
+    r#"
+@triton.jit
+def k(X):
+    tl.atomic_xor(X, 1.0)
+"#
+);
+
+error_test!(
+    atomic_max_on_fp16,
+    "*fp16",
+    r#"
+@triton.jit
+def k(X):
+    tl.atomic_max(X + tl.arange(0, 16), 1.0)
+"#
+);
+
+error_test!(
+    atomic_cas_on_int8,
+    "*i8",
+    r#"
+@triton.jit
+def k(Lock):
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
 "#
 );
 
@@ -557,6 +646,16 @@ error_test!(
     r#"
 @triton.jit
 def k(X, BLOCK: tl.constexpr):
+    pass
+"#
+);
+
+error_test!(
+    signature_missing_constexpr,
+    "*fp32,i32",
+    r#"
+@triton.jit
+def k(X, n, BLOCK: tl.constexpr):
     pass
 "#
 );

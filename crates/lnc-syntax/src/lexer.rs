@@ -1136,6 +1136,7 @@ impl<'a> Indenter<'a> {
                     "this string is never closed",
                 )
                 .with_note(format!("the file ends before a closing `{q}`"))
+                .with_help(format!("close the string with `{q}` where it is meant to end"))
             }
             RawError::BadEscape { at, len, message } => {
                 Diagnostic::error(message, Span::new(start + at, start + at + len), "in this escape")

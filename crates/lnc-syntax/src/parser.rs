@@ -1280,7 +1280,8 @@ impl<'a> Parser<'a> {
                                     e.span,
                                     "positional argument",
                                 )
-                                .with_label(k.span, "keyword argument given before it"),
+                                .with_label(k.span, "keyword argument given before it")
+                                .with_help("put the positional arguments first, or name this one too"),
                             ));
                         }
                         args.push(e);

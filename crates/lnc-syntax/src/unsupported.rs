@@ -21,7 +21,8 @@ pub fn unsupported_diagnostics(f: &FunctionDef) -> Vec<Diagnostic> {
     out
 }
 
-/// The message and help for an `Unsupported` node's name.
+/// The message and help for an `Unsupported` node's name. The help says what a kernel
+/// writes instead, where there is such a thing.
 pub fn describe_unsupported(what: &str) -> (String, Option<&'static str>) {
     let in_kernels = "not supported in kernels";
     match what {
@@ -31,15 +32,20 @@ pub fn describe_unsupported(what: &str) -> (String, Option<&'static str>) {
         ),
         "list comprehension" | "generator expression" | "set comprehension" | "dict comprehension" => (
             format!("{what}s are {in_kernels}"),
-            Some("compute on whole blocks instead, e.g. over `tl.arange(0, N)`"),
+            Some(
+                "compute on a whole block instead (build it with `tl.arange(0, N)`), \
+                 or unroll a loop with `for i in tl.static_range(N)`",
+            ),
         ),
-        "dict display" => (format!("dicts are {in_kernels}"), None),
-        "set display" => (format!("sets are {in_kernels}"), None),
+        "dict display" => (format!("dicts are {in_kernels}"), Some("use separate variables or a tuple")),
+        "set display" => (format!("sets are {in_kernels}"), Some("use separate variables or a tuple")),
         "f-string" => (format!("f-strings are {in_kernels}"), Some("use a plain string literal")),
-        "bytes literal" => (format!("bytes literals are {in_kernels}"), None),
+        "bytes literal" => (format!("bytes literals are {in_kernels}"), Some("use a plain string literal")),
         "complex literal" => (format!("complex numbers are {in_kernels}"), None),
-        "ellipsis" => (format!("`...` is {in_kernels}"), None),
-        "starred expression" => (format!("starred expressions (`*x`) are {in_kernels}"), None),
+        "ellipsis" => (format!("`...` is {in_kernels}"), Some("write `pass` for an empty body")),
+        "starred expression" => {
+            (format!("starred expressions (`*x`) are {in_kernels}"), Some("write the elements one by one"))
+        }
         "*args" | "**kwargs" => {
             (format!("argument unpacking (`{what}`) is {in_kernels}"), Some("pass the arguments one by one"))
         }
@@ -47,15 +53,42 @@ pub fn describe_unsupported(what: &str) -> (String, Option<&'static str>) {
             format!("assignment expressions (`:=`) are {in_kernels}"),
             Some("assign in a separate statement"),
         ),
-        "await" | "yield" => (format!("`{what}` is {in_kernels}"), None),
+        "yield" => (format!("`yield` is {in_kernels}"), Some("write results to memory with `tl.store`")),
+        "await" => (format!("`await` is {in_kernels}"), None),
         "def" | "async def" => (
             format!("nested function definitions are {in_kernels}"),
             Some("define it at top level with `@triton.jit` and call it"),
         ),
         "class" => (format!("class definitions are {in_kernels}"), None),
         "type alias" => (format!("type aliases are {in_kernels}"), None),
-        "for else" => (format!("an `else` clause on a `for` loop is {in_kernels}"), None),
-        "while else" => (format!("an `else` clause on a `while` loop is {in_kernels}"), None),
+        // `break` is not supported either, so an `else` clause always runs when the loop ends.
+        "for else" | "while else" => {
+            let kw = if what == "for else" { "for" } else { "while" };
+            (
+                format!("an `else` clause on a `{kw}` loop is {in_kernels}"),
+                Some("without `break` the `else` body always runs: write it after the loop, unindented"),
+            )
+        }
+        "import" => (
+            format!("`import` statements are {in_kernels}"),
+            Some("import at the top of the file; kernels reach Triton's functions through `tl`"),
+        ),
+        "global" | "nonlocal" => (
+            format!("`{what}` statements are {in_kernels}"),
+            Some("pass the value as a parameter (a `tl.constexpr` one for a compile-time constant)"),
+        ),
+        "raise" => (
+            format!("`raise` statements are {in_kernels}"),
+            Some("check with `tl.static_assert` at compile time or `tl.device_assert` at run time"),
+        ),
+        "try" => (
+            format!("`try` statements are {in_kernels}"),
+            Some("kernels raise no exceptions: keep the body of the `try` and drop the handlers"),
+        ),
+        "with" | "async with" => (
+            format!("`{what}` statements are {in_kernels}"),
+            Some("kernels have no context managers: keep the body and drop the `with` line"),
+        ),
         other => (format!("`{other}` statements are {in_kernels}"), None),
     }
 }
