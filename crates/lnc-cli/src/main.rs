@@ -195,6 +195,7 @@ fn compile(
     let module = load(file)?;
     let req = DumpRequest { stages: emit, after_each_pass: print_after_all, checked: !unchecked };
     let dumps = module.dump(kernel, signature, &req)?;
+    print_warnings(&module.warnings(kernel, signature)?, module.file());
     let headers = dumps.len() > 1;
     for d in dumps {
         if headers {
@@ -209,6 +210,13 @@ fn compile(
         }
     }
     Ok(())
+}
+
+/// Warnings (the masked-lane lint) go to stderr; they do not stop the command.
+fn print_warnings(warnings: &[Diagnostic], file: &SourceFile) {
+    if !warnings.is_empty() {
+        eprint!("{}", lnc_diag::render_all(warnings, file));
+    }
 }
 
 /// A parsed `--arg` value.
@@ -380,6 +388,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     let t = Instant::now();
     let k = module.kernel(kernel, &signature)?;
     compile += t.elapsed();
+    print_warnings(k.warnings(), k.file());
 
     // bf16 arrays travel as uint16: relabel them for *bf16 parameters.
     for p in k.params() {

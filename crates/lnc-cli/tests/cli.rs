@@ -337,3 +337,51 @@ fn run_backward_kernels_on_npy_files() {
         assert!((fdb[c] as f64 - want_db).abs() < 1e-4, "FINAL_DB[{c}]");
     }
 }
+
+#[test]
+fn compile_and_run_print_the_masked_lane_warning_and_still_succeed() {
+    let d = tempdir("lint");
+    let f = d.join("var.py");
+    std::fs::write(
+        &f,
+        "import triton\nimport triton.language as tl\n\n@triton.jit\ndef var(X, V, N, BLOCK: tl.constexpr):\n    \
+         cols = tl.arange(0, BLOCK)\n    x = tl.load(X + cols, mask=cols < N, other=0.)\n    \
+         xc = x - tl.sum(x, axis=0) / N\n    tl.store(V, tl.sum(xc * xc, axis=0) / N)\n",
+    )
+    .unwrap();
+    let o = lnc(&["compile", f.to_str().unwrap(), "--kernel", "var", "--signature", "*fp32,*fp32,i32,16"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("warning: `tl.sum` reads lanes the mask disabled"), "{err}");
+    assert!(err.contains("var.py:9:"), "{err}");
+    assert!(stdout(&o).contains("kernel @var"), "the dump still goes to stdout");
+
+    save(&d.join("x.npy"), &[10], &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]);
+    save(&d.join("v.npy"), &[1], &[f32::NAN]);
+    let x = format!("X=@{}", d.join("x.npy").display());
+    let v = format!("V=@{}", d.join("v.npy").display());
+    let out = d.join("out");
+    let o = lnc(&[
+        "run",
+        f.to_str().unwrap(),
+        "--kernel",
+        "var",
+        "--grid",
+        "1",
+        "--arg",
+        &x,
+        "--arg",
+        &v,
+        "--arg",
+        "N=10",
+        "--arg",
+        "BLOCK=16",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning: `tl.sum` reads lanes the mask disabled"), "{}", stderr(&o));
+    // The warning is right: 6 padding lanes add mean² = 30.25 each, over N = 10.
+    let (_, v) = load(&out.join("V.npy"));
+    assert!((v[0] - (8.25 + 6.0 * 30.25 / 10.0)).abs() < 1e-4, "{v:?}");
+}
