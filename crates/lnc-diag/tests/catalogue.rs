@@ -466,6 +466,12 @@ const SECTIONS: &[Section] = &[
             ),
             e(
                 &FRONT,
+                "assigned_integer_too_large",
+                "Assigned integer too large",
+                "A name assigned a number becomes a tensor, as in Triton, and its integer must fit in 64 bits; compute it in a float or in parts.",
+            ),
+            e(
+                &FRONT,
                 "pointer_times_int",
                 "Arithmetic on a pointer",
                 "Pointers support `+` and `-` with integer offsets only.",

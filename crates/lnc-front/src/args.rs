@@ -129,9 +129,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         self.fail(d)
     }
 
-    /// A compile-time integer (`bool` counts, as in Python).
+    /// A compile-time integer (`bool` counts, as in Python); a known scalar gives its value.
     pub(crate) fn const_int(&mut self, o: &Opnd, what: &str) -> R<i128> {
-        match o.v {
+        match self.static_view(&o.v) {
             Val::Const(Cv::Int(i)) => Ok(i),
             Val::Const(Cv::Bool(b)) => Ok(b as i128),
             _ => self.not_constexpr(o, what, "an integer"),
@@ -140,7 +140,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
 
     /// A compile-time boolean.
     pub(crate) fn const_bool(&mut self, o: &Opnd, what: &str) -> R<bool> {
-        match o.v {
+        match self.static_view(&o.v) {
             Val::Const(Cv::Bool(b)) => Ok(b),
             Val::Const(Cv::Int(i)) => Ok(i != 0),
             _ => self.not_constexpr(o, what, "a bool"),
@@ -174,9 +174,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     /// A block shape: an int or a tuple/list of ints, each a power of two, with at most
     /// [`MAX_NUMEL`] elements (Triton's `validate_block_shape`). `()` is a scalar.
     pub(crate) fn const_shape(&mut self, o: &Opnd, what: &str) -> R<Shape> {
-        let items: Vec<Val> = match &o.v {
+        let v = self.static_view(&o.v);
+        let items: Vec<Val> = match &v {
             Val::Tuple(items) => items.to_vec(),
-            Val::Const(Cv::Int(_)) => vec![o.v.clone()],
+            Val::Const(Cv::Int(_)) => vec![v.clone()],
             _ => return self.not_constexpr(o, what, "a tuple of integers"),
         };
         let mut dims = Vec::with_capacity(items.len());

@@ -579,7 +579,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Builtin::StaticAssert => {
                 let a = self.bind(name, &["cond", "msg"], 1, args)?;
                 let c = a[0].clone().ok_or(Failed)?;
-                if matches!(c.v, Val::Tensor(_)) {
+                if matches!(c.v, Val::Tensor(x) if !self.is_known(x)) {
                     let d = Diagnostic::error(
                         "`tl.static_assert` needs a condition known at compile time",
                         c.span,
@@ -776,7 +776,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Builtin::PyInt | Builtin::PyFloat | Builtin::PyBool => {
                 let a = self.bind(name, &["x"], 1, args)?;
                 let v = a[0].clone().ok_or(Failed)?;
-                let Val::Const(c) = &v.v else {
+                let Val::Const(c) = &self.static_view(&v.v) else {
                     let help = match b {
                         Builtin::PyInt => "use `x.to(tl.int32)` for values known at run time",
                         Builtin::PyFloat => "use `x.to(tl.float32)` for values known at run time",
@@ -838,7 +838,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let (so, eo) = (a[0].clone().ok_or(Failed)?, a[1].clone().ok_or(Failed)?);
         let mut bounds = [0i128; 2];
         for (i, o) in [&so, &eo].into_iter().enumerate() {
-            bounds[i] = match o.v {
+            bounds[i] = match self.static_view(&o.v) {
                 Val::Const(Cv::Int(v)) => v,
                 Val::Undef(_) => return Err(Failed),
                 _ => {

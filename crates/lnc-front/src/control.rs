@@ -129,7 +129,20 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             (Val::Undef(u), _) | (_, Val::Undef(u)) => Ok(Merge::Same(Val::Undef(*u))),
             (Val::Tensor(x), Val::Tensor(y)) => {
                 let (tx, ty) = (self.ty(*x), self.ty(*y));
-                if tx == ty { Ok(Merge::Leaf(tx)) } else { self.mismatch(ctx, name, a, b, span) }
+                if tx == ty {
+                    return Ok(Merge::Leaf(tx));
+                }
+                // An assigned number adapts to the other side's type, as the Python number
+                // it was assigned from did (an lnc extension: Triton requires equal types).
+                match (self.known_scalar(*x), self.known_scalar(*y)) {
+                    (Some((dx, _)), Some((dy, _))) => match computation_type(dx, false, dy, false, false) {
+                        Ok(d) => Ok(Merge::Leaf(Type::scalar(d))),
+                        Err(_) => self.mismatch(ctx, name, a, b, span),
+                    },
+                    (Some(_), None) if !ty.elem.is_ptr() => Ok(Merge::Leaf(ty)),
+                    (None, Some(_)) if !tx.elem.is_ptr() => Ok(Merge::Leaf(tx)),
+                    _ => self.mismatch(ctx, name, a, b, span),
+                }
             }
             (Val::Tensor(x), Val::Const(c)) | (Val::Const(c), Val::Tensor(x)) => {
                 let t = self.ty(*x);
@@ -208,10 +221,15 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// `v` as a runtime value of type `t`: itself when it has that type, a constant for a
-    /// weakly typed number.
+    /// weakly typed number or a known scalar.
     fn coerce(&mut self, v: &Val, t: Type, span: Span) -> Option<Value> {
         match v {
             Val::Tensor(x) if self.ty(*x) == t => Some(*x),
+            Val::Tensor(x) if self.is_known(*x) => {
+                let Elem::Scalar(d) = t.elem else { return None };
+                let s = self.cast(*x, d, span);
+                Some(self.splat(s, t.shape, span))
+            }
             Val::Const(c) if c.is_number() => {
                 let Elem::Scalar(d) = t.elem else { return None };
                 let s = self.const_of(c, d, span);
@@ -396,6 +414,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     /// `then if cond else orelse`.
     pub(crate) fn if_exp(&mut self, cond: &'a Expr, then: &'a Expr, orelse: &'a Expr, span: Span) -> R<Val> {
         let c = self.expr(cond)?;
+        let c = self.static_view(&c);
         let Val::Tensor(cv) = c else {
             return if self.truthy(&c, cond.span)? { self.expr(then) } else { self.expr(orelse) };
         };
@@ -429,6 +448,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         f.insts = s.insts;
         f.spans = s.spans;
         f.strings.truncate(s.strings);
+        self.prune_known();
     }
 
     /// A value standing for plan `m` during a dry run.
@@ -706,7 +726,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     ) -> R<()> {
         let (mut lo, mut hi, mut st) = (start, end, step);
         let mut negative = false;
-        if let Val::Const(_) = &st.v {
+        if let Val::Const(_) = self.static_view(&st.v) {
             let k = self.const_int(&st, "the step of a range")?;
             if k == 0 {
                 let d = Diagnostic::error("the step of a range must not be zero", st.span, "");

@@ -41,6 +41,7 @@ mod consteval;
 mod control;
 mod diag;
 mod expr;
+mod known;
 mod lower;
 mod ops;
 mod promote;

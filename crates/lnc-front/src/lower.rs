@@ -55,6 +55,9 @@ pub(crate) struct Lowerer<'a, 'f> {
     pub(crate) depth: u32,
     /// Span of the function whose body is being lowered (for implicit returns).
     pub(crate) fn_span: Span,
+    /// The scalar constants whose value may stand for a compile-time value: literals made
+    /// runtime values, assigned numbers and what folds from them (see `known.rs`).
+    pub(crate) known: HashMap<Value, Const>,
 }
 
 /// Lowers the `@jit` function `kernel` of `ast`, specialized on `sig`, to block IR.
@@ -135,6 +138,7 @@ pub fn lower_kernel(
         diags: Vec::new(),
         depth: 0,
         fn_span: fdef.span,
+        known: HashMap::new(),
     };
     for (name, span, pv) in params {
         let v = match pv {
@@ -142,7 +146,11 @@ pub fn lower_kernel(
             ParamVal::Const(c) => Val::Const(c),
             // A specialized runtime parameter keeps its runtime type: specializing must not
             // change what the kernel computes.
-            ParamVal::Specialized(c, d) => Val::Tensor(lw.const_of(&c, d, span)),
+            ParamVal::Specialized(c, d) => {
+                let v = lw.const_of(&c, d, span);
+                lw.known.remove(&v);
+                Val::Tensor(v)
+            }
         };
         lw.env.insert(name, v);
     }
@@ -231,8 +239,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         self.b.func.ty(v)
     }
 
-    /// Appends a one-result instruction.
+    /// Appends a one-result instruction, or a known constant when its operands are known
+    /// scalars and it folds (see `known.rs`).
     pub(crate) fn emit(&mut self, op: Opcode, args: Vec<Value>, ty: Type, span: Span) -> Value {
+        if let Some(k) = self.fold(&op, &args, ty) {
+            let v = self.b.value(Opcode::Const(k), vec![], ty, span);
+            self.known.insert(v, k);
+            return v;
+        }
         self.b.value(op, args, ty, span)
     }
 
@@ -284,7 +298,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     return Flow::Return(v, s.span);
                 }
                 StmtKind::If { cond, body, orelse } => {
-                    match self.expr(cond) {
+                    // A known scalar decides the `if` while compiling (an lnc extension:
+                    // Triton would emit a runtime `if`, with the same result).
+                    match self.expr(cond).map(|v| self.static_view(&v)) {
                         Err(Failed) => self.poison(&[s]),
                         Ok(Val::Tensor(c)) => {
                             if contains_return(body) || contains_return(orelse) {
@@ -337,6 +353,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     pub(crate) fn truthy(&mut self, v: &Val, span: Span) -> R<bool> {
         match v {
             Val::Const(c) => Ok(consteval::truthy(c)),
+            Val::Tensor(x) if self.is_known(*x) => match self.static_view(v) {
+                Val::Const(c) => Ok(consteval::truthy(&c)),
+                _ => Err(Failed),
+            },
             Val::Tuple(items) => Ok(!items.is_empty()),
             Val::Module(_) | Val::Func(_) | Val::Bound(..) => Ok(true),
             Val::Undef(_) => Err(Failed),
@@ -353,6 +373,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             StmtKind::Expr(e) => self.expr(e).map(drop),
             StmtKind::Assign { targets, value } => {
                 let v = self.expr(value)?;
+                let v = self.assigned_value(v, value.span)?;
                 for t in targets {
                     self.assign(t, v.clone())?;
                 }
@@ -365,13 +386,22 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let cur = self.lookup(name, target.span)?;
                 let rhs = self.expr(value)?;
                 let v = self.binary(*op, Opnd::new(cur, target.span), Opnd::new(rhs, value.span), s.span)?;
+                // Triton lowers `a op= b` as `a = a op b`: the result is assigned.
+                let v = self.assigned_value(v, s.span)?;
                 self.env.insert(name.clone(), v);
                 Ok(())
             }
             StmtKind::AnnAssign { target, annotation, value } => {
                 let Some(value) = value else { return Ok(()) };
                 let v = self.expr(value)?;
-                if is_constexpr_annotation(annotation) && !v.is_compile_time() {
+                if !is_constexpr_annotation(annotation) {
+                    let v = self.assigned_value(v, value.span)?;
+                    return self.assign(target, v);
+                }
+                // `x: tl.constexpr = ...` keeps a compile-time value (a known scalar gives
+                // its value).
+                let v = self.static_view(&v);
+                if !v.is_compile_time() {
                     let d = Diagnostic::error(
                         "a `tl.constexpr` variable needs a value known at compile time",
                         value.span,
@@ -640,7 +670,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     }
                 },
             };
-            if p.annotation.as_ref().is_some_and(is_constexpr_annotation) && !v.is_compile_time() {
+            let constexpr = p.annotation.as_ref().is_some_and(is_constexpr_annotation);
+            // A known scalar passed to a `tl.constexpr` parameter gives its value.
+            let v = if constexpr { self.static_view(&v) } else { v };
+            if constexpr && !v.is_compile_time() {
                 let d = Diagnostic::error(
                     format!(
                         "parameter `{}` of `{fname}` is a `tl.constexpr` but receives a run-time value",

@@ -58,7 +58,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
 
     /// A scalar constant of dtype `d` holding the number `c`, converted the way Triton
     /// converts a literal to a typed constant (ints wrap, floats round to nearest even,
-    /// floats truncate toward zero into ints, anything non-zero is `True` in `int1`).
+    /// floats truncate toward zero into ints, anything non-zero is `True` in `int1`). Its
+    /// value is known (see `known.rs`).
     pub(crate) fn const_of(&mut self, c: &Cv, d: DType, span: Span) -> Value {
         let (i, f, nonzero) = match *c {
             Cv::Int(i) => (i as i64, i as f64, i != 0),
@@ -73,7 +74,9 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         } else {
             Const::Int(d.wrap_int(i))
         };
-        self.emit(Opcode::Const(k), vec![], Type::scalar(d), span)
+        let v = self.emit(Opcode::Const(k), vec![], Type::scalar(d), span);
+        self.known.insert(v, k);
+        v
     }
 
     /// Any value usable as a runtime operand: a literal becomes a constant of its own type.

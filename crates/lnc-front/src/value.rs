@@ -4,6 +4,11 @@
 //! parameters, dtypes, modules, functions, tuples of those) and values that exist only when
 //! the kernel runs (SSA values of the block IR). A [`Val`] is either; operations fold when
 //! every operand is known and emit instructions otherwise.
+//!
+//! A number assigned to a name leaves the first world: Triton makes it a scalar tensor, so
+//! it is a [`Val::Tensor`] (a typed `const`) whose value the lowerer still knows
+//! (`known.rs`): arithmetic on it has tensor semantics, and places that need a
+//! compile-time value may read it.
 
 use std::rc::Rc;
 

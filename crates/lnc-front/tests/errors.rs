@@ -678,3 +678,14 @@ fn unknown_kernel() {
     let d = lnc_front::lower_kernel(&file, &ast, "kernal", &sig).unwrap_err();
     insta::assert_snapshot!(lnc_diag::render_all(&d, &file));
 }
+
+error_test!(
+    assigned_integer_too_large,
+    "*i64",
+    r#"
+@triton.jit
+def k(Out):
+    a = 2**70
+    tl.store(Out, a)
+"#
+);

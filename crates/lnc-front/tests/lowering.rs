@@ -324,3 +324,116 @@ def nest(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
     assert_eq!(out.matches("= for ").count(), 2, "{out}");
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn assigned_numbers_are_typed_scalars() {
+    // Triton converts an assigned number to a tensor of its literal type: `a // 2` is C
+    // division on int32 (-3), `b + 1` wraps, `s` is an fp32 tensor that promotes an fp16
+    // block, and `x * 1.5` (a literal) stays fp16. Known scalars fold with the IR's
+    // semantics, so only constants remain.
+    let src = k(r#"
+@triton.jit
+def assigned(Out, X, Y, BLOCK: tl.constexpr):
+    a = -7
+    tl.store(Out + 0, a // 2)
+    tl.store(Out + 1, a % 2)
+    b = 2147483647
+    tl.store(Out + 2, (b + 1) // 65536)
+    tl.store(Out + 3, -7 // 2)
+    c = 0.001
+    tl.store(Out + 4, (c * c * 1000.0).to(tl.int64, bitcast=False))
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    s = 1.5
+    tl.store(Y + offs, (x * s).to(tl.float16))
+    tl.store(Y + offs, x * 1.5)
+"#);
+    let out = bir(&src, "assigned", "*i64,*fp16,*fp16,16");
+    assert!(out.contains("const -3 : i64"), "{out}");
+    assert!(out.contains("const -1 : i64"), "{out}");
+    assert!(out.contains("const -32768 : i64"), "{out}");
+    assert!(out.contains("const -4 : i64"), "{out}");
+    assert!(!out.contains("idiv") && !out.contains("rem "), "{out}");
+    // fp32 rounding after each product: 0.001f32² · 1000 is not 0.001 rounded once.
+    assert_eq!(out.matches("= mul").count(), 2, "{out}");
+    assert!(line_with(&out, "= mul").ends_with("<16xfp32>"), "{out}");
+    assert!(out.lines().filter(|l| l.contains("= mul")).nth(1).unwrap().ends_with("<16xfp16>"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn assigned_numbers_known_while_compiling() {
+    // lnc extension: a known scalar may stand where Triton needs a constexpr (shapes,
+    // arange bounds, static_range bounds, constexpr parameters, compile-time `if`s).
+    let src = k(r#"
+@triton.jit
+def fill(P, N: tl.constexpr, V: tl.constexpr):
+    tl.store(P + tl.arange(0, N), tl.full([N], V, dtype=tl.int32))
+
+@triton.jit
+def known(Out, BLOCK: tl.constexpr):
+    B2 = BLOCK * 2
+    B4 = B2 * 2
+    FLAG = B2 > 4
+    offs = tl.arange(0, B4)
+    z = tl.zeros([B4], dtype=tl.int32) + B2
+    if FLAG and not (B4 == 3):
+        z = z + 1
+    else:
+        z = z.to(tl.float32)
+    w = 1 if FLAG else 2.5
+    for i in tl.static_range(B2 // 2):
+        z = z + i
+    tl.static_assert(B4 == 4 * BLOCK)
+    fill(Out + B4, B2, w)
+    tl.store(Out + offs, z)
+"#);
+    let out = bir(&src, "known", "*i32,2");
+    assert!(out.contains("arange 0, 8"), "{out}");
+    assert!(out.contains("arange 0, 4"), "{out}");
+    assert!(!out.contains("= if"), "{out}");
+    assert!(!out.contains("cmp"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn annotated_constexpr_keeps_python_semantics() {
+    // `x: tl.constexpr = ...` is not converted: Python's floor division applies (-4), and
+    // a literal stays weakly typed (fp16 block * C stays fp16).
+    let src = k(r#"
+@triton.jit
+def ann(Out, X, BLOCK: tl.constexpr):
+    a: tl.constexpr = -7
+    tl.store(Out, a // 2)
+    C: tl.constexpr = 1.5
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(X + offs, x * C)
+"#);
+    let out = bir(&src, "ann", "*i32,*fp16,16");
+    assert!(out.contains("const -4 : i32"), "{out}");
+    assert!(line_with(&out, "= mul").ends_with("<16xfp16>"), "{out}");
+}
+
+#[test]
+fn loop_carried_assigned_numbers() {
+    // `acc = 0.0` is an fp32 scalar: adding fp16 values keeps it fp32 (Triton's promotion
+    // of two tensors); `k = 0` carried through `k += 3` stays int32; `z = 0` becomes the
+    // block it is accumulated into, as the number it was assigned from did.
+    let src = k(r#"
+@triton.jit
+def loop(Out, X, n, BLOCK: tl.constexpr):
+    acc = 0.0
+    k = 0
+    z = 0
+    for i in range(0, n):
+        acc += tl.load(X + i)
+        k += 3
+        z += tl.load(X + tl.arange(0, BLOCK))
+    tl.store(Out, acc + k)
+    tl.store(Out + tl.arange(0, BLOCK), z)
+"#);
+    let out = bir(&src, "loop", "*fp32,*fp16,i32,16");
+    assert!(out.contains("-> (fp32, i32, <16xfp16>)"), "{out}");
+    insta::assert_snapshot!(out);
+}
