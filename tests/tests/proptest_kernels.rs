@@ -1372,12 +1372,11 @@ fn finding_masked_positive_zeros_in_a_sum() {
     }
 }
 
-/// FINDING (a compile error on a generated kernel, minimized): Triton's `visit_Assign`
-/// makes a tensor of every number assigned to a name (only `x: tl.constexpr = ...` stays a
-/// constant), so `a = 2.0; a.to(...)` compiles and `a = -7; a // 2` is int32 division
-/// (truncating: -3). lnc keeps `a` a Python number: `.to` is an error and `//` floors (-4).
+/// Found by the generator (a compile error, minimized), fixed in the front end: Triton's
+/// `visit_Assign` makes a tensor of every number assigned to a name (only
+/// `x: tl.constexpr = ...` stays a constant), so `a = 2.0; a.to(...)` compiles and
+/// `a = -7; a // 2` is int32 division (truncating: -3).
 #[test]
-#[ignore = "finding: a name assigned a number stays a Python constant"]
 fn finding_an_assigned_number_is_a_tensor() {
     let src = "@triton.jit\ndef k(Out):\n    a = 2.0\n    b = -7\n    \
                tl.store(Out, a.to(tl.int32) + b // 2 + b % 2 * 10)\n";
