@@ -9,7 +9,7 @@ mod baseline;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
@@ -24,6 +24,8 @@ const QUICK_SIZES: &[usize] = &[512, 4096, 16384];
 const FWD: &str = "_layer_norm_fwd_fused";
 const BWD_DX: &str = "_layer_norm_bwd_dx_fused";
 const BWD_DWDB: &str = "_layer_norm_bwd_dwdb";
+/// Separately compiled copies of the forward kernel the repetitions rotate over.
+const FWD_COPIES: usize = 4;
 /// The trivial kernel whose warm launch measures lnc's launch overhead.
 const TRIVIAL: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _trivial(X):\n    tl.store(X + tl.program_id(0), 1.0)\n";
 
@@ -57,6 +59,9 @@ struct Opts {
     /// Skip the fp16/bf16 forward table.
     #[arg(long)]
     no_half: bool,
+    /// Time with warm caches: no cache flush before each timed run (see README.md).
+    #[arg(long)]
+    hot: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -90,8 +95,9 @@ struct Row {
     copy: Times,
     /// Backward only: lnc's dwdb kernel alone.
     dwdb: Option<Times>,
-    /// Forward of bounds-checked runs: the same kernel launched without checks.
-    unchecked: Option<Times>,
+    /// Forward of bounds-checked runs: the same kernel launched without checks, and the
+    /// median over repetitions of checked time / unchecked time of the same repetition.
+    unchecked: Option<(Times, f64)>,
 }
 
 /// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
@@ -202,6 +208,38 @@ struct Ctx<'a> {
     unchecked: bool,
     /// Chunks of rows of the Rust backward (4 per thread).
     chunks: usize,
+    /// Written over before every timed run, unless `--hot`.
+    flush: Option<&'a Mutex<Vec<u64>>>,
+    /// More modules of the same source, for more copies of the forward kernel (below).
+    copies: &'a [Module],
+}
+
+impl Ctx<'_> {
+    /// Evicts the caches, as Triton's `do_bench` does before every run: otherwise each
+    /// contestant would start from whatever the previous one left in the last-level cache
+    /// (at N ≤ 1024 a whole x and y fit in it), and the order of the runs would decide the
+    /// ratios. Every thread of the pool writes its part, so private caches are cleared too.
+    fn cool(&self) {
+        if let Some(flush) = self.flush {
+            flush
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .par_chunks_mut(1 << 14)
+                .for_each(|c| c.iter_mut().for_each(|v| *v = v.wrapping_add(1)));
+        }
+    }
+}
+
+/// Bytes of the cache flush: twice the last-level cache the OS reports, at least 64 MiB.
+fn flush_bytes() -> usize {
+    let level3 = (0..8).find_map(|i| {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let level = std::fs::read_to_string(format!("{dir}/level")).ok()?;
+        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
+        let kib: usize = size.trim().strip_suffix('K')?.parse().ok()?;
+        (level.trim() == "3").then_some(kib << 10)
+    });
+    (2 * level3.unwrap_or(0)).max(64 << 20)
 }
 
 /// The kernel, and its compile time unless it was compiled before in this sweep.
@@ -230,12 +268,19 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     let b = rand_uniform(n, 2);
     let (mut mean_l, mut rstd_l, mut mean_r, mut rstd_r) = (touched(M), touched(M), touched(M), touched(M));
     let (k, compile) = kernel(ctx, FWD, &fwd_signature(n))?;
+    // Where the code of a kernel lands moves its time by a few percent (measured: two
+    // compiles of the same kernel, timed as below, ran up to 5 % apart), as much as the
+    // bounds checks cost. So the repetitions rotate over several separately compiled copies.
+    let mut copies = vec![k.clone()];
+    for m in ctx.copies {
+        copies.push(m.kernel(FWD, &fwd_signature(n)).map_err(|e| e.to_string())?);
+    }
 
-    let run_lnc = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32], unchecked: bool| -> Result<f64> {
+    let run_lnc = |rep: usize, y: &mut [f32], mean: &mut [f32], rstd: &mut [f32], unchecked: bool| {
         let args = lnc::args![x, y, &w, &b, mean, rstd, n as i32, n as i32, EPS];
         let t = Instant::now();
-        launch(&k, M as u32, &args, unchecked)?;
-        Ok(t.elapsed().as_secs_f64())
+        launch(&copies[rep % copies.len()], M as u32, &args, unchecked)?;
+        Ok::<f64, String>(t.elapsed().as_secs_f64())
     };
     // Correctness, once, before timing: lnc checked launch against the baseline.
     y_lnc.fill(f32::NAN);
@@ -251,12 +296,24 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
 
     let (mut tl, mut tr, mut tc, mut tu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
-        let a = run_lnc(y_lnc, &mut mean_l, &mut rstd_l, ctx.unchecked)?;
-        // The cost of bounds checks: the same kernel unchecked, in the same repetition.
-        let u = if ctx.unchecked { None } else { Some(run_lnc(y_lnc, &mut mean_l, &mut rstd_l, true)?) };
+        // The cost of bounds checks: the same copy of the kernel unchecked, in the same
+        // repetition, before the checked launch on odd repetitions and after it on even ones.
+        let mut u = None;
+        if !ctx.unchecked && rep % 2 == 1 {
+            ctx.cool();
+            u = Some(run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, true)?);
+        }
+        ctx.cool();
+        let a = run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, ctx.unchecked)?;
+        if !ctx.unchecked && rep % 2 == 0 {
+            ctx.cool();
+            u = Some(run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, true)?);
+        }
+        ctx.cool();
         let t = Instant::now();
         baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
         let r = t.elapsed().as_secs_f64();
+        ctx.cool();
         let t = Instant::now();
         baseline::copy(x, y_rust, n);
         let c = t.elapsed().as_secs_f64();
@@ -267,7 +324,10 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             tu.extend(u);
         }
     }
-    let unchecked = (!tu.is_empty()).then(|| Times::of(tu));
+    // Pairing each checked launch with the unchecked one of its repetition cancels the
+    // drift of the machine's bandwidth between repetitions.
+    let paired: Vec<f64> = tl.iter().zip(&tu).map(|(a, u)| a / u).collect();
+    let unchecked = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
     Ok(Row {
         n,
         compile,
@@ -305,6 +365,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     let mut run_lnc =
         |dx: &mut [f32], dw: &mut [f32], db: &mut [f32], unchecked: bool| -> Result<(f64, f64)> {
             locks.fill(0);
+            ctx.cool();
             let t = Instant::now();
             launch(
                 &k_dx,
@@ -329,6 +390,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     let (mut tl, mut td, mut tr) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         let (a, d) = run_lnc(dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
+        ctx.cool();
         let t = Instant::now();
         baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
         let r = t.elapsed().as_secs_f64();
@@ -407,14 +469,17 @@ fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize
     let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        ctx.cool();
         let t = Instant::now();
         launch(&k32, M as u32, &args, ctx.unchecked)?;
         let a = t.elapsed().as_secs_f64();
         let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        ctx.cool();
         let t = Instant::now();
         launch(&k16, M as u32, &args, ctx.unchecked)?;
         let h = t.elapsed().as_secs_f64();
         let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        ctx.cool();
         let t = Instant::now();
         launch(&kb, M as u32, &args, ctx.unchecked)?;
         let g = t.elapsed().as_secs_f64();
@@ -506,10 +571,12 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
 /// The forward's safe launches against unchecked launches of the same kernel, timed in the
 /// same repetitions.
 fn print_check_cost(title: &str, rows: &[Row]) {
-    println!("\n{title}: median ms per launch (best), checked/unchecked − 1");
+    println!(
+        "\n{title}: median ms per launch (best); overhead = median over repetitions of checked/unchecked − 1"
+    );
     println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", "checked ms", "unchecked ms", "overhead");
     for r in rows {
-        let Some(u) = r.unchecked else { continue };
+        let Some((u, ratio)) = r.unchecked else { continue };
         println!(
             "{:>6} | {:>7.3} ({:>7.3}) | {:>7.3} ({:>7.3}) | {:>7.1}%",
             r.n,
@@ -517,7 +584,7 @@ fn print_check_cost(title: &str, rows: &[Row]) {
             r.lnc.best * 1e3,
             u.median * 1e3,
             u.best * 1e3,
-            100.0 * (r.lnc.median / u.median - 1.0)
+            100.0 * (ratio - 1.0)
         );
     }
 }
@@ -645,8 +712,13 @@ fn run(opts: Opts) -> Result<()> {
         if opts.unchecked { "unchecked" } else { "bounds-checked" }
     );
     println!("kernels: {}", path.display());
+    let flush = (!opts.hot).then(|| Mutex::new(vec![0u64; flush_bytes() / 8]));
     println!(
-        "protocol: {warmup} warm-up + {reps} timed repetitions, interleaved (lnc, rust, copy); median (best)"
+        "protocol: {warmup} warm-up + {reps} timed repetitions, interleaved (lnc, rust, copy); median (best); {}",
+        match &flush {
+            Some(_) => format!("caches flushed before every timed run ({} MiB written)", flush_bytes() >> 20),
+            None => "hot caches (--hot): no flush between runs".to_string(),
+        }
     );
 
     // Compile time and launch overhead first, before the big buffers exist.
@@ -682,8 +754,10 @@ fn run(opts: Opts) -> Result<()> {
     // per sweep, so that each sweep's compile column shows first compiles.
     let measure = |threads: usize, buf: &mut Buffers| -> Result<(Vec<Row>, Vec<Row>)> {
         pool(threads)?.install(|| {
-            let module =
-                Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string())?;
+            let new_module =
+                || Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string());
+            let module = new_module()?;
+            let copies = (1..FWD_COPIES).map(|_| new_module()).collect::<Result<Vec<_>>>()?;
             let ctx = Ctx {
                 module: &module,
                 compiled: RefCell::default(),
@@ -691,6 +765,8 @@ fn run(opts: Opts) -> Result<()> {
                 warmup,
                 unchecked: opts.unchecked,
                 chunks: 4 * threads,
+                flush: flush.as_ref(),
+                copies: &copies,
             };
             sweep(&ctx, buf, &sizes)
         })
@@ -732,6 +808,8 @@ fn run(opts: Opts) -> Result<()> {
                 warmup,
                 unchecked: opts.unchecked,
                 chunks: 4 * threads,
+                flush: flush.as_ref(),
+                copies: &[],
             };
             sizes.iter().map(|&n| half_forward(&ctx, &mut buf, &mut hb, n)).collect::<Result<Vec<_>>>()
         })?;
