@@ -47,6 +47,17 @@ def row_sums_unmasked(X, S, N, BLOCK: tl.constexpr):
 @triton.jit
 def count_at(C, K):
     tl.atomic_add(C + K, 1)
+
+
+@triton.jit
+def center_rows(X, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(cols < N, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    tl.store(Y + row * N + cols, xc * var, mask=cols < N)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -201,4 +212,50 @@ fn an_atomic_past_the_end_fails() {
     };
     assert_eq!((o.param.as_str(), o.offset, o.location.as_str()), ("C", 4, "safety.py:40:5"));
     assert_eq!(c[4..], [0, 0, 0, 0]);
+}
+
+/// The tiler splits each pass over a row into loops that continue one another (unrolled
+/// steady state, vector remainder, scalar tail); a safe launch checks each argument once
+/// for the whole run of loops, and once per program for passes over the same range. The
+/// report must still be the first element past the end, in the program that overruns,
+/// whichever of the loops reaches it: N is chosen so that the scalar tail does (N = 75) or
+/// the steady loop does (N = 64).
+#[test]
+fn one_check_for_the_loops_of_a_pass_reports_the_first_element_past_the_end() {
+    let m = module();
+    let k = m.kernel("center_rows", "*fp32,*fp32,i32,128").unwrap();
+    let mut r = rng();
+    for n in [75usize, 64, 3] {
+        let rows = 5;
+        let len = rows * n;
+        let x = randn(&mut r, len, 0.5, 1.0);
+        let mut y = guarded(len);
+        // X one element short: the last row's last element is past the end.
+        let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "N = {n}");
+        assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+        assert_guard_intact(&y, len);
+
+        // Y one element short: the store of the last row fails, and nothing past Y is written.
+        let o = oob(k.launch(rows as u32, &lnc::args![&x, &mut y[..len - 1], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+        assert_guard_intact(&y, len - 1);
+
+        // In bounds: checked and unchecked runs agree with a float64 reference.
+        let mut checked = vec![f32::NAN; len];
+        let mut unchecked = vec![f32::NAN; len];
+        k.launch(rows as u32, &lnc::args![&x, &mut checked, n as i32]).unwrap();
+        // SAFETY: every program reads and writes its own row, and both buffers hold all rows.
+        unsafe { k.launch_unchecked(rows as u32, &lnc::args![&x, &mut unchecked, n as i32]).unwrap() };
+        assert_eq!(checked, unchecked, "N = {n}");
+        let mut want = Vec::new();
+        for row in x.chunks(n) {
+            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+            want.extend(row.iter().map(|&v| (v as f64 - mean) * var));
+        }
+        assert_close("center_rows", &checked, &want, 1e-5, 1e-5);
+    }
 }

@@ -14,7 +14,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, half, hoist, induction, memory, num};
+use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -39,8 +39,11 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// The 16-bit patterns (in `i32` lanes) of half values already known, by the `f32`
     /// value and dtype: a store of a loaded or rounded value reuses them (`half.rs`).
     pub(crate) half_bits: HashMap<(Value, DType), Value>,
-    /// Accesses whose bounds check was hoisted in front of their loop (`hoist.rs`).
+    /// Accesses whose bounds check was hoisted in front of their loop (`hoist.rs`) or of a
+    /// run of loops (`chain.rs`).
     pub(crate) prechecked: HashSet<lir::Inst>,
+    /// Range checks made so far, one list per region being emitted, innermost last.
+    pub(crate) proven: Vec<Vec<chain::Proven>>,
     /// Intervals of the integer scalars (`induction.rs`).
     pub(crate) ranges: induction::Ranges,
     /// The `i64` copies of loop indices (`induction.rs`).
@@ -108,6 +111,7 @@ pub(crate) fn codegen_fn(
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
+        proven: Vec::new(),
         ranges,
         wide: HashMap::new(),
     };
@@ -235,11 +239,19 @@ fn codegen_region(
     for (&a, v) in region.args.iter().zip(args) {
         fx.def(a, v.clone());
     }
-    for (n, &inst) in region.insts.iter().enumerate() {
+    fx.proven.push(Vec::new());
+    let exit = codegen_insts(fx, &region.insts);
+    fx.proven.pop();
+    exit
+}
+
+fn codegen_insts(fx: &mut FunctionCx, insts: &[lir::Inst]) -> Result<Option<Exit>, CodegenError> {
+    let region_len = insts.len();
+    for (n, &inst) in insts.iter().enumerate() {
         let data = &fx.f.insts[inst];
         match data.opcode {
             Opcode::Yield | Opcode::Condition => {
-                if n + 1 != region.insts.len() {
+                if n + 1 != region_len {
                     return Err(CodegenError::InvalidIr(format!(
                         "terminator {inst} is not last in its region"
                     )));
@@ -254,6 +266,10 @@ fn codegen_region(
                         .scalar()?;
                     Exit::Condition(flag, vals[1..].to_vec())
                 }));
+            }
+            Opcode::For => {
+                chain::emit_run_checks(fx, insts, n)?;
+                codegen_inst(fx, inst)?
             }
             _ => codegen_inst(fx, inst)?,
         }

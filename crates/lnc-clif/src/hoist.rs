@@ -30,16 +30,16 @@ use crate::base::{ArgBounds, FunctionCx, block_args};
 /// Accesses whose checks are hoisted as one: through `ptr` at `iv + k` (`k` a value) or
 /// at `iv + c` for constants `c` from `lo` to `hi` whose tiles leave no gap (the copies
 /// of an unrolled body).
-struct Hoisted {
-    insts: Vec<lir::Inst>,
-    ptr: lir::Value,
+pub(crate) struct Hoisted {
+    pub(crate) insts: Vec<lir::Inst>,
+    pub(crate) ptr: lir::Value,
     /// `k` of `iv + k`, when not a constant.
-    add: Option<lir::Value>,
-    lo: i64,
-    hi: i64,
-    site: u32,
-    lanes: u32,
-    size: u32,
+    pub(crate) add: Option<lir::Value>,
+    pub(crate) lo: i64,
+    pub(crate) hi: i64,
+    pub(crate) site: u32,
+    pub(crate) lanes: u32,
+    pub(crate) size: u32,
 }
 
 /// The integer constant `v` is, if it is one.
@@ -53,8 +53,9 @@ fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
     }
 }
 
-/// The accesses of `for` instruction `l` whose checks can be hoisted.
-fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
+/// The accesses of `for` instruction `l` whose checks can be hoisted (and were not
+/// checked already, `chain.rs`).
+pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
     let f = fx.f;
     let region = &f.insts[l].regions[0];
     let iv = region.args[0];
@@ -76,7 +77,9 @@ fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                 continue;
             }
             Opcode::Load { addr, has_mask: false, site, .. }
-            | Opcode::Store { addr, has_mask: false, site } => {
+            | Opcode::Store { addr, has_mask: false, site }
+                if !fx.prechecked.contains(&j) =>
+            {
                 let (ptr, offset) = (d.args[0], d.args[1]);
                 let Ty::Ptr(elem) = f.ty(ptr) else { continue };
                 let lanes = match (addr, &d.opcode) {
@@ -215,7 +218,7 @@ pub(crate) fn emit_loop_entry(
     Ok(true)
 }
 
-fn element_address(fx: &mut FunctionCx, base: Value, index: Value, d: DType, size: u32) -> Value {
+pub(crate) fn element_address(fx: &mut FunctionCx, base: Value, index: Value, d: DType, size: u32) -> Value {
     let index = crate::num::int_to_i64(&mut fx.bcx, d, index);
     let scaled = fx.bcx.ins().ishl_imm_u(index, size.trailing_zeros() as i64);
     fx.bcx.ins().iadd(base, scaled)
@@ -223,7 +226,7 @@ fn element_address(fx: &mut FunctionCx, base: Value, index: Value, d: DType, siz
 
 /// Branches to the out-of-bounds exit unless `[first, end)` lies inside the bounds of
 /// the site's argument: `first - origin ≤ end - origin ≤ span`, unsigned.
-fn check_span(
+pub(crate) fn check_span(
     fx: &mut FunctionCx,
     site: u32,
     first: Value,

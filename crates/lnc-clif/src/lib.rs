@@ -25,6 +25,7 @@
 //!   and returns `Status::OutOfBounds` instead of touching memory.
 
 mod base;
+mod chain;
 mod half;
 mod helpers;
 mod hoist;

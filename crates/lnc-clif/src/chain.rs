@@ -1,0 +1,321 @@
+//! One bounds check for a run of loops that sweep one range together.
+//!
+//! The tiler splits a pass over a row into sibling loops that continue where the previous
+//! one stopped: `for i = 0 to a step 16`, `for i = a to b step 4`, `for i = b to n step 1`
+//! (unrolled steady state, vector remainder, scalar tail). Checked per loop (`hoist.rs`)
+//! that is a range check for every argument before each of them; and a layer norm makes
+//! three passes over the same row. Here, in front of the first loop of such a run, each
+//! argument the run reads or writes densely gets one check of the whole range instead,
+//! and a later run over the same range of the same access reuses a check already made.
+//!
+//! A run is loops `L1 … Lm` of one region, in order, with nothing but pure scalar and tile
+//! arithmetic between them, each with a constant positive step and each starting at the
+//! previous one's end (the same value). An access through pointer `p` at `iv + k` is
+//! *dense* in `Li` when it is the loop's only hoisted group for `p`, its tiles cover
+//! `[iv, iv + step)` without gap, and the loop's trip span `ub - lb` is provably a multiple
+//! of the step (both bounds multiples of it: constants, or `x & -2^j` with `2^j` a multiple
+//! of the step): then `Li` touches exactly `[lb + k, ub + k)`. When the bounds provably do
+//! not decrease along the run (`lb1 ≤ ub1 ≤ … ≤ ubm`), the loops of a stretch where the
+//! access is dense touch exactly `[lb_first + k, ub_last + k)`, and one check of that range
+//! is the same as the per-loop checks: it fails exactly when one of them would, and
+//! reports the same kind of element (the first outside, or the first past the end).
+//!
+//! A check is reused when a previous one of this region or an enclosing one, emitted
+//! before, had the same pointer, site, element size and bounds (structurally equal values:
+//! the tiler recomputes the bounds of every pass). It was made on every path here, so a
+//! failure would already have stopped the program.
+
+use cranelift_codegen::ir::InstBuilder;
+use cranelift_codegen::ir::condcodes::IntCC;
+use lnc_lir::{self as lir, BinOp, Const, DType, Opcode, Ty, ValueDef};
+
+use crate::CodegenError;
+use crate::base::FunctionCx;
+use crate::hoist::{check_span, element_address, hoistable};
+
+/// A range check made in the current scope: `ptr[first + k .. end + k)` of `site`.
+#[derive(Clone, Copy)]
+pub(crate) struct Proven {
+    ptr: lir::Value,
+    site: u32,
+    size: u32,
+    add: Option<lir::Value>,
+    first: lir::Value,
+    end: lir::Value,
+}
+
+/// How deep structural comparisons and proofs look through definitions.
+const DEPTH: u32 = 12;
+
+/// The integer constant `v` is, if it is one.
+fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
+    match def(f, v)?.opcode {
+        Opcode::Const(Const::Int(k)) => Some(k),
+        _ => None,
+    }
+}
+
+fn def(f: &lir::Function, v: lir::Value) -> Option<&lir::InstData> {
+    match f.values[v].def {
+        ValueDef::Result(i, 0) => Some(&f.insts[i]),
+        _ => None,
+    }
+}
+
+/// Whether `a` and `b` always hold the same value: the same value, or results of the same
+/// pure operation on the same operands.
+fn same(f: &lir::Function, a: lir::Value, b: lir::Value, depth: u32) -> bool {
+    if a == b {
+        return true;
+    }
+    if depth == 0 || f.ty(a) != f.ty(b) {
+        return false;
+    }
+    let (Some(da), Some(db)) = (def(f, a), def(f, b)) else { return false };
+    let pure = matches!(
+        da.opcode,
+        Opcode::Const(_)
+            | Opcode::Arg(_)
+            | Opcode::ProgramId(_)
+            | Opcode::NumPrograms(_)
+            | Opcode::Binary(_)
+            | Opcode::Unary(_)
+            | Opcode::Cmp(_)
+            | Opcode::Select
+            | Opcode::Cast
+            | Opcode::Bitcast
+    );
+    pure && da.opcode == db.opcode
+        && da.regions.is_empty()
+        && da.results.len() == 1
+        && db.results.len() == 1
+        && da.args.len() == db.args.len()
+        && da.args.iter().zip(&db.args).all(|(&x, &y)| same(f, x, y, depth - 1))
+}
+
+/// Whether `v` is provably a multiple of `step`.
+fn aligned(f: &lir::Function, v: lir::Value, step: i64, depth: u32) -> bool {
+    if step == 1 {
+        return true;
+    }
+    if let Some(c) = const_int(f, v) {
+        return c % step == 0;
+    }
+    let Some(d) = def(f, v) else { return false };
+    if depth == 0 {
+        return false;
+    }
+    match d.opcode {
+        Opcode::Binary(BinOp::And) => [0, 1].iter().any(|&i| {
+            const_int(f, d.args[i]).is_some_and(|m| m < 0 && (-m).count_ones() == 1 && (-m) % step == 0)
+        }),
+        Opcode::Binary(BinOp::Max | BinOp::Min | BinOp::Add | BinOp::Sub) => {
+            aligned(f, d.args[0], step, depth - 1) && aligned(f, d.args[1], step, depth - 1)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `a ≤ b` always holds (signed, in their common integer type).
+fn le(fx: &FunctionCx, a: lir::Value, b: lir::Value, depth: u32) -> bool {
+    let f = fx.f;
+    if same(f, a, b, DEPTH) {
+        return true;
+    }
+    let (ra, rb) = (fx.ranges.of(f, a), fx.ranges.of(f, b));
+    if ra.1 <= rb.0 {
+        return true;
+    }
+    if depth == 0 {
+        return false;
+    }
+    let below = |x: lir::Value| le(fx, x, b, depth - 1);
+    let above = |x: lir::Value| le(fx, a, x, depth - 1);
+    let by_a = def(f, a).is_some_and(|d| match d.opcode {
+        // Clearing low bits never increases a two's-complement value.
+        Opcode::Binary(BinOp::And) => const_int(f, d.args[1]).is_some_and(|m| m < 0) && below(d.args[0]),
+        Opcode::Binary(BinOp::Max) => below(d.args[0]) && below(d.args[1]),
+        Opcode::Binary(BinOp::Min) => below(d.args[0]) || below(d.args[1]),
+        _ => false,
+    });
+    by_a || def(f, b).is_some_and(|d| match d.opcode {
+        Opcode::Binary(BinOp::Max) => above(d.args[0]) || above(d.args[1]),
+        Opcode::Binary(BinOp::Min) => above(d.args[0]) && above(d.args[1]),
+        _ => false,
+    })
+}
+
+/// Instructions that may sit between the loops of a run: no effects, no control flow.
+fn pure_between(d: &lir::InstData) -> bool {
+    matches!(
+        d.opcode,
+        Opcode::Const(_)
+            | Opcode::Arg(_)
+            | Opcode::ProgramId(_)
+            | Opcode::NumPrograms(_)
+            | Opcode::Splat
+            | Opcode::Iota
+            | Opcode::Binary(_)
+            | Opcode::Cmp(_)
+            | Opcode::Unary(_)
+            | Opcode::Select
+            | Opcode::Cast
+            | Opcode::Bitcast
+            | Opcode::PtrAdd
+            | Opcode::ReduceLanes(_)
+    )
+}
+
+/// The loops of the run starting with the `for` at `insts[start]`: their instructions.
+fn run_of(fx: &FunctionCx, insts: &[lir::Inst], start: usize) -> Vec<lir::Inst> {
+    let f = fx.f;
+    let positive_step = |l: lir::Inst| const_int(f, f.insts[l].args[2]).is_some_and(|s| s > 0);
+    let mut run = vec![insts[start]];
+    for &j in &insts[start + 1..] {
+        let d = &f.insts[j];
+        if d.opcode != Opcode::For {
+            if pure_between(d) {
+                continue;
+            }
+            break;
+        }
+        let prev = &f.insts[run[run.len() - 1]];
+        if !positive_step(j) || d.args[0] != prev.args[1] || !fx.is_defined(d.args[1]) {
+            break;
+        }
+        run.push(j);
+    }
+    run
+}
+
+/// Dense accesses of `for` instruction `l`, by (pointer, site, size, `k`): the accesses.
+type Dense = Vec<((lir::Value, u32, u32, Option<lir::Value>), Vec<lir::Inst>)>;
+
+fn dense(fx: &FunctionCx, l: lir::Inst) -> Dense {
+    let f = fx.f;
+    let d = &f.insts[l];
+    let Some(step) = const_int(f, d.args[2]) else { return Vec::new() };
+    let spans_steps = aligned(f, d.args[0], step, DEPTH) && aligned(f, d.args[1], step, DEPTH);
+    if !spans_steps {
+        return Vec::new();
+    }
+    let groups = hoistable(fx, l);
+    let mut out: Dense = Vec::new();
+    for g in &groups {
+        let key = (g.ptr, g.site, g.size, g.add);
+        let only = groups.iter().filter(|h| (h.ptr, h.site, h.size, h.add) == key).count() == 1;
+        if only && g.lo == 0 && g.hi + g.lanes as i64 == step {
+            out.push((key, g.insts.clone()));
+        }
+    }
+    out
+}
+
+/// In checked mode, before the `for` at `insts[start]`: one range check per dense access
+/// of the run of loops it starts (or none when an earlier check covers it), marking the
+/// accesses checked.
+pub(crate) fn emit_run_checks(
+    fx: &mut FunctionCx,
+    insts: &[lir::Inst],
+    start: usize,
+) -> Result<(), CodegenError> {
+    if !fx.opts.checked {
+        return Ok(());
+    }
+    let f = fx.f;
+    if !fx.is_defined(f.insts[insts[start]].args[1]) {
+        return Ok(());
+    }
+    let run = run_of(fx, insts, start);
+    let lb = f.insts[insts[start]].args[0];
+    if !fx.is_defined(lb) || f.ty(lb) != Ty::Scalar(f.ty(lb).dtype()) || !f.ty(lb).dtype().is_int() {
+        return Ok(());
+    }
+    // The bounds must not decrease along the run, else the loops' ranges could leave gaps.
+    let mut monotone = run.len();
+    for (i, &l) in run.iter().enumerate() {
+        let d = &f.insts[l];
+        if !le(fx, d.args[0], d.args[1], DEPTH) {
+            monotone = i;
+            break;
+        }
+    }
+    let run = &run[..monotone];
+    let dense: Vec<Dense> = run.iter().map(|&l| dense(fx, l)).collect();
+    let dt = f.ty(lb).dtype();
+    // Each key of the first loop, over the loops from the first that keep it dense.
+    for (key, _) in dense.first().cloned().unwrap_or_default() {
+        let mut stretch = Vec::new();
+        for d in &dense {
+            match d.iter().find(|(k, _)| *k == key) {
+                Some((_, accesses)) => stretch.push(accesses),
+                None => break,
+            }
+        }
+        if stretch.len() < 2 && !covered(fx, key, lb, f.insts[run[0]].args[1]) {
+            // One loop alone: its own hoisted check (`hoist.rs`) is as good.
+            continue;
+        }
+        let end = f.insts[run[stretch.len() - 1]].args[1];
+        let accesses: Vec<lir::Inst> = stretch.into_iter().flatten().copied().collect();
+        emit_check(fx, key, (lb, end), dt)?;
+        fx.prechecked.extend(accesses);
+    }
+    Ok(())
+}
+
+/// Whether a check in scope already covers `key` over `[first, end)`.
+fn covered(
+    fx: &FunctionCx,
+    key: (lir::Value, u32, u32, Option<lir::Value>),
+    first: lir::Value,
+    end: lir::Value,
+) -> bool {
+    let f = fx.f;
+    let (ptr, site, size, add) = key;
+    fx.proven.iter().flatten().any(|p| {
+        (p.ptr, p.site, p.size) == (ptr, site, size)
+            && match (p.add, add) {
+                (None, None) => true,
+                (Some(a), Some(b)) => same(f, a, b, DEPTH),
+                _ => false,
+            }
+            && same(f, p.first, first, DEPTH)
+            && same(f, p.end, end, DEPTH)
+    })
+}
+
+/// Checks `ptr[first + k .. end + k)` when it is not empty, unless a check in scope did.
+fn emit_check(
+    fx: &mut FunctionCx,
+    key: (lir::Value, u32, u32, Option<lir::Value>),
+    (first, end): (lir::Value, lir::Value),
+    dt: DType,
+) -> Result<(), CodegenError> {
+    if covered(fx, key, first, end) {
+        return Ok(());
+    }
+    let (ptr, site, size, add) = key;
+    let (mut lo, mut hi) = (fx.scalar(first)?, fx.scalar(end)?);
+    let cc = if dt.is_signed() { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan };
+    let nonempty = fx.bcx.ins().icmp(cc, lo, hi);
+    if let Some(k) = add {
+        let k = fx.scalar(k)?;
+        lo = fx.bcx.ins().iadd(lo, k);
+        hi = fx.bcx.ins().iadd(hi, k);
+    }
+    let check = fx.bcx.create_block();
+    let cont = fx.bcx.create_block();
+    fx.bcx.ins().brif(nonempty, check, &[], cont, &[]);
+    fx.bcx.switch_to_block(check);
+    let base = fx.scalar(ptr)?;
+    let first_addr = element_address(fx, base, lo, dt, size);
+    let end_addr = element_address(fx, base, hi, dt, size);
+    check_span(fx, site, first_addr, end_addr, size)?;
+    fx.bcx.ins().jump(cont, &[]);
+    fx.bcx.switch_to_block(cont);
+    if let Some(scope) = fx.proven.last_mut() {
+        scope.push(Proven { ptr, site, size, add, first, end });
+    }
+    Ok(())
+}
