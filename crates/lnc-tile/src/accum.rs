@@ -24,7 +24,8 @@
 //!
 //! A loop qualifies when it starts at 0 with a positive constant step, has no nested
 //! regions, and each carried value `a` is used once, by `a ⊕ x` with `⊕` an addition,
-//! maximum or minimum whose result only feeds the `yield`.
+//! maximum or minimum whose result only feeds the `yield` — except a scalar float sum:
+//! that is a loop the kernel's author wrote, whose additions keep their order.
 
 use std::collections::{HashMap, HashSet};
 
@@ -98,7 +99,19 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
     if body.insts.len() > MAX_BODY {
         return None;
     }
-    Some(carried_updates(f, l)?.into_iter().map(|(op, _)| op).collect())
+    let updates = carried_updates(f, l)?;
+    // A scalar float sum carried by a loop is one the kernel's author wrote (`acc += …` in
+    // a `for`; the tiler's reductions carry tiles): its order is the program's, as in
+    // Triton, where `acc = 0.0; for _ in range(10): acc += 0.1` rounds after every
+    // addition. Only block reductions, whose order is unspecified, are reassociated.
+    let sequential = |&(op, step): &(BinOp, Inst)| {
+        let r = f.insts[step].results[0];
+        op == BinOp::Add && matches!(f.ty(r), Ty::Scalar(d) if d.is_float())
+    };
+    if updates.iter().any(sequential) {
+        return None;
+    }
+    Some(updates.into_iter().map(|(op, _)| op).collect())
 }
 
 /// For each carried value `a` of loop `l` (whose body has no nested regions), the

@@ -130,3 +130,32 @@ fn the_unroll_option_sets_the_accumulators_within_the_registers() {
         }
     }
 }
+
+const USER_SUM: &str = r#"
+@triton.jit
+def k(X, Y, N):
+    acc = 0.0
+    for i in range(0, N):
+        acc += tl.load(X + i)
+    tl.store(Y, acc)
+"#;
+
+/// A float sum the kernel writes as a loop adds in the program's order, as in Triton
+/// (its interpreter gives 1.0000001 for ten additions of 0.1): the pass leaves the loop
+/// alone, and the sum is the sequential float32 one to the bit, for lengths around
+/// multiples of the unrolled step.
+#[test]
+fn a_float_sum_written_as_a_loop_keeps_its_order() {
+    let f = bir(USER_SUM, "k", "*fp32,*fp32,i32");
+    let l = tile_opts(&f, TileOptions { lanes: 4, bounds: true, unroll: 4 }).expect("tiles");
+    assert_eq!(carried_counts(&l), vec![1], "{}", lnc_lir::print_function(&l));
+    for n in [10usize, 15, 16, 17, 33] {
+        let x: Vec<f64> = if n == 10 { vec![0.1; 10] } else { data(9, n) };
+        let mut bufs = vec![Buffer::from_f64_values(DType::F32, &x), Buffer::zeros(DType::F32, 1)];
+        lir_interp::run_grid(&l, [1, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(n as i64)], &mut bufs)
+            .unwrap_or_else(|e| panic!("lir interpreter: {e:?}"));
+        let sequential = x.iter().fold(0.0f32, |a, &v| a + v as f32);
+        assert_eq!(bufs[1].to_f64_values()[0].to_bits(), (sequential as f64).to_bits(), "N = {n}");
+    }
+    assert_eq!((0..10).fold(0.0f32, |a, _| a + 0.1), 1.000_000_1);
+}
