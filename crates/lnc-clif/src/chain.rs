@@ -44,8 +44,11 @@ pub(crate) struct Proven {
     end: lir::Value,
 }
 
-/// How deep structural comparisons and proofs look through definitions.
-const DEPTH: u32 = 12;
+/// How deep structural comparisons look through definitions (the tiler's bounds are a
+/// few casts, clamps and masks of an argument), and proofs of `≤` and alignment: each
+/// level may branch in two, so these stay small.
+const DEPTH: u32 = 8;
+const PROOF_DEPTH: u32 = 4;
 
 /// The integer constant `v` is, if it is one.
 fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
@@ -195,7 +198,7 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> Dense {
     let f = fx.f;
     let d = &f.insts[l];
     let Some(step) = const_int(f, d.args[2]) else { return Vec::new() };
-    let spans_steps = aligned(f, d.args[0], step, DEPTH) && aligned(f, d.args[1], step, DEPTH);
+    let spans_steps = aligned(f, d.args[0], step, PROOF_DEPTH) && aligned(f, d.args[1], step, PROOF_DEPTH);
     if !spans_steps {
         return Vec::new();
     }
@@ -235,7 +238,7 @@ pub(crate) fn emit_run_checks(
     let mut monotone = run.len();
     for (i, &l) in run.iter().enumerate() {
         let d = &f.insts[l];
-        if !le(fx, d.args[0], d.args[1], DEPTH) {
+        if !le(fx, d.args[0], d.args[1], PROOF_DEPTH) {
             monotone = i;
             break;
         }
