@@ -44,6 +44,11 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) prechecked: HashSet<lir::Inst>,
     /// Range checks made so far, one list per region being emitted, innermost last.
     pub(crate) proven: Vec<Vec<chain::Proven>>,
+    /// Loads of half values quiet their NaNs (false while loading a value only float
+    /// arithmetic consumes, `half.rs`).
+    pub(crate) half_quiet: bool,
+    /// The users of every loop-IR value, computed when first needed (`half.rs`).
+    pub(crate) uses: Option<HashMap<lir::Value, Vec<lir::Inst>>>,
     /// Intervals of the integer scalars (`induction.rs`).
     pub(crate) ranges: induction::Ranges,
     /// The `i64` copies of loop indices (`induction.rs`).
@@ -112,6 +117,8 @@ pub(crate) fn codegen_fn(
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
         proven: Vec::new(),
+        half_quiet: true,
+        uses: None,
         ranges,
         wide: HashMap::new(),
     };
@@ -538,7 +545,10 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
                 site,
                 checked: !fx.prechecked.contains(&inst),
             };
-            memory::codegen_load(fx, access, mask, other, result(1)?)?
+            fx.half_quiet = !half::only_arithmetic(fx, data.results[0]);
+            let loaded = memory::codegen_load(fx, access, mask, other, result(1)?);
+            fx.half_quiet = true;
+            loaded?
         }
         Opcode::Store { addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;

@@ -27,10 +27,12 @@
 //!   ulp toward the exact value when it was inexact and even), then to the dtype — exact
 //!   since `f32` keeps more than two extra bits. Integers go to `f32` rounding to odd too.
 
+use std::collections::HashMap;
+
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, MemFlagsData, Type, Value, types};
 use cranelift_frontend::FunctionBuilder;
-use lnc_lir::{self as lir, AtomicOp, Const, DType, Ty};
+use lnc_lir::{self as lir, AtomicOp, BinOp, Const, DType, Opcode, Ty};
 
 use crate::base::{FunctionCx, block_args, data_flags};
 use crate::value::{self, CVal, Tile};
@@ -167,9 +169,19 @@ fn mask_and(bcx: &mut FunctionBuilder, c: Value, v: Value) -> Value {
 /// The `f32` (or `f32x4`) value of 16-bit patterns of `d` held in `i32` lanes (upper
 /// bits zero).
 pub(crate) fn bits_to_f32(bcx: &mut FunctionBuilder, d: DType, h: Value) -> Value {
+    convert(bcx, d, h, true)
+}
+
+/// [`bits_to_f32`], NaNs quieted only when `quiet`: a value that only float arithmetic
+/// consumes needs no quieting, as x86's arithmetic quiets a signaling NaN operand to the
+/// same bits (payload kept, quiet bit set) and picks among NaN operands by position alone.
+fn convert(bcx: &mut FunctionBuilder, d: DType, h: Value, quiet: bool) -> Value {
     let ty = bcx.func.dfg.value_type(h);
     if d == DType::BF16 {
         let u = shl(bcx, h, 16);
+        if !quiet {
+            return as_float(bcx, u);
+        }
         let m = k(bcx, ty, 0x7FFF_FFFF);
         let a = bcx.ins().band(u, m);
         let nan = gt(bcx, a, 0x7F80_0000);
@@ -194,13 +206,54 @@ pub(crate) fn bits_to_f32(bcx: &mut FunctionBuilder, d: DType, h: Value) -> Valu
     let is_inf_nan = gt(bcx, em, 0x7BFF);
     let all_ones = k(bcx, ty, 0x7F80_0000);
     let exp = mask_and(bcx, is_inf_nan, all_ones);
-    let is_nan = gt(bcx, em, 0x7C00);
-    let quiet = k(bcx, ty, 0x0040_0000);
-    let quiet = mask_and(bcx, is_nan, quiet);
-    let r = bcx.ins().bor(scaled, exp);
-    let r = bcx.ins().bor(r, quiet);
+    let mut r = bcx.ins().bor(scaled, exp);
+    if quiet {
+        let is_nan = gt(bcx, em, 0x7C00);
+        let q = k(bcx, ty, 0x0040_0000);
+        let q = mask_and(bcx, is_nan, q);
+        r = bcx.ins().bor(r, q);
+    }
     let r = bcx.ins().bor(r, sign);
     as_float(bcx, r)
+}
+
+/// Whether every use of `v` is float arithmetic (`+ - * /`), directly or through casts to
+/// a float type (free for a half value, already held as `f32`): then a NaN loaded into `v`
+/// needs no quieting.
+pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
+    let f = fx.f;
+    let uses = fx.uses.get_or_insert_with(|| {
+        let mut uses: HashMap<lir::Value, Vec<lir::Inst>> = HashMap::new();
+        f.walk(|i| {
+            for &a in &f.insts[i].args {
+                uses.entry(a).or_default().push(i);
+            }
+        });
+        uses
+    });
+    let mut todo = vec![v];
+    let mut seen = 0;
+    while let Some(v) = todo.pop() {
+        seen += 1;
+        if seen > 64 {
+            return false;
+        }
+        for &u in uses.get(&v).map_or(&[][..], Vec::as_slice) {
+            let d = &f.insts[u];
+            match d.opcode {
+                Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) => {}
+                Opcode::Cast if d.results.len() == 1 && f.ty(d.results[0]).dtype().is_float() => {
+                    let r = d.results[0];
+                    if f.ty(r).dtype().size() < 4 {
+                        return false;
+                    }
+                    todo.push(r);
+                }
+                _ => return false,
+            }
+        }
+    }
+    true
 }
 
 /// `x` (`f32` or `f32x4`) rounded to the nearest value of `d`, still as `f32`.
@@ -350,7 +403,7 @@ pub(crate) fn from_arg(bcx: &mut FunctionBuilder, d: DType, raw: Value) -> Value
 /// Loads one element of `d`.
 pub(crate) fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i32) -> Value {
     let h = fx.bcx.ins().uload16(types::I32, data_flags(), addr, offset);
-    bits_to_f32(&mut fx.bcx, d, h)
+    convert(&mut fx.bcx, d, h, fx.half_quiet)
 }
 
 /// Stores one element of `d`.
@@ -364,7 +417,7 @@ pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Valu
     (0..parts)
         .map(|j| {
             let h = fx.bcx.ins().uload16x4(data_flags(), addr, j as i32 * 8);
-            bits_to_f32(&mut fx.bcx, d, h)
+            convert(&mut fx.bcx, d, h, fx.half_quiet)
         })
         .collect()
 }

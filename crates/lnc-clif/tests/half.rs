@@ -117,6 +117,39 @@ fn every_fp16_and_bf16_pattern_to_fp32() {
     assert_eq!(n + m, 2 * 5 * 2 * pats.len());
 }
 
+/// A loaded half value that only arithmetic consumes is converted without quieting its
+/// NaNs (the arithmetic does that): every pattern times 1.0, on either side, gives the
+/// bits of the `half` crate's conversion times 1.0 — NaN payloads included.
+#[test]
+fn every_fp16_and_bf16_pattern_through_arithmetic() {
+    let pats = all_patterns();
+    let one = std::hint::black_box(1.0f32);
+    let mut n = 0;
+    for d in [DType::F16, DType::BF16] {
+        for one_first in [false, true] {
+            let op = |b: &mut B, x: &[Value]| {
+                let c = b.cast(x[0], DType::F32);
+                let k = b.float(DType::F32, 1.0);
+                let k = match b.ty(c) {
+                    Ty::Tile(_, lanes) => b.splat(k, lanes),
+                    _ => k,
+                };
+                if one_first { b.bin(BinOp::Mul, k, c) } else { b.bin(BinOp::Mul, c, k) }
+            };
+            let to_f32 = |h: u16| match d {
+                DType::F16 => f16::from_bits(h).to_f32(),
+                _ => bf16::from_bits(h).to_f32(),
+            };
+            // One NaN operand: the product is that NaN, quieted, on either side.
+            let want = |h: u16| (to_f32(h) * one).to_bits();
+            n += check_all_widths(&format!("{d} * 1.0"), d, DType::F32, op, &pats, 0u32, want, |h| {
+                format!("{h:#06x}")
+            });
+        }
+    }
+    assert_eq!(n, 2 * 2 * 5 * 2 * pats.len());
+}
+
 #[test]
 fn every_fp16_and_bf16_pattern_to_fp32_and_back() {
     let pats = all_patterns();
