@@ -129,9 +129,9 @@ struct Node {
     sh: Sh,
     /// A Python literal (no `.to()`, not alone under a function).
     literal: bool,
-    /// Maybe a Python number in lnc: a name assigned a literal. FINDING
-    /// (`finding_an_assigned_number_is_a_tensor`): lnc keeps it a constant where Triton makes
-    /// it a tensor, so `.to()` on it is rejected; the generator writes no `.to()` on these.
+    /// A Python number: an expression of literals only, which Python folds to a number
+    /// (`.to()` on it is rejected; the generator writes none). A name assigned a number is
+    /// a tensor, as in Triton (`finding_an_assigned_number_is_a_tensor`, fixed).
     py: bool,
     /// Reproducible bit for bit.
     exact: bool,
@@ -892,13 +892,13 @@ impl Gen<'_> {
             mag = mag.min(2f64.powi(31));
         }
         self.line(8, &line);
-        // A scalar accumulator starts as a literal and may stay one (FINDING, see `py`).
+        // A scalar accumulator starts as an assigned number: a tensor, `.to()` allowed.
         let var = Node {
             text: acc.clone(),
             dt,
             sh,
             literal: false,
-            py: sh == Sh::S,
+            py: false,
             exact: e.exact,
             mag,
             err: if e.exact { 0.0 } else { err },
