@@ -748,11 +748,10 @@ impl Gen<'_> {
             ("sum", _) => {
                 let mag = nf * e.mag;
                 // Two elements add in one rounding whatever the order, so a sum of at most two
-                // lanes would be exact, but FINDING (`finding_masked_positive_zeros_in_a_sum`):
-                // the JIT's sum skips disabled lanes holding +0.0, so its zero sums can be -0.0
-                // where the interpreter's are +0.0. Until that is fixed, every float sum is
+                // lanes is exact (zero signs included since disabled lanes holding +0.0 count,
+                // `masked_positive_zeros_take_part_in_a_sum`); longer float sums are
                 // approximate: compared numerically, kept out of discontinuous operations.
-                let exact = false;
+                let exact = n <= 2 && e.exact;
                 (mag, exact, nf * e.err + (nf - 1.0).max(1.0) * U * mag)
             }
             _ if masked => (f64::INFINITY, e.exact, e.err),
@@ -1330,7 +1329,7 @@ fn the_generator_covers_the_language() {
 /// the interpreter's pairwise tree (the JIT's accumulators once started at `+0.0`).
 #[test]
 fn sum_of_negative_zeros() {
-    // Every lane enabled (with disabled lanes holding +0.0, see the finding below).
+    // Every lane enabled (with disabled lanes holding +0.0, see the test below).
     let src = "@triton.jit\ndef k(X, Out, N, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    \
                x = tl.load(X + offs, mask=offs < N)\n    tl.store(Out, tl.sum(x, axis=0))\n";
     let m = lnc::Jit::new().module("negative_zeros.py", src).unwrap();
@@ -1347,13 +1346,12 @@ fn sum_of_negative_zeros() {
     }
 }
 
-/// FINDING (from generated kernels, minimized): disabled lanes that hold +0.0 (the `other`
-/// of a masked load, or `tl.where(mask, x, 0.0)`) take part in the sum in the interpreter
-/// (and in Triton), so a zero sum is +0.0 unless every lane is -0.0; the JIT skips them as
-/// if neutral, and its accumulators start at -0.0, so its sum is -0.0 there.
+/// Found by this test (minimized), fixed in tiling (`bounds.rs`): disabled lanes that hold
+/// +0.0 (the `other` of a masked load, or `tl.where(mask, x, 0.0)`) take part in the sum in
+/// the interpreter (and in Triton), so a zero sum is +0.0 unless every lane is -0.0; the
+/// JIT skipped them as if neutral, and its accumulators start at -0.0, so its sum was -0.0.
 #[test]
-#[ignore = "finding: the JIT's sum skips disabled lanes holding +0.0"]
-fn finding_masked_positive_zeros_in_a_sum() {
+fn masked_positive_zeros_take_part_in_a_sum() {
     let src = "@triton.jit\ndef k(X, Out, N, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    \
                x = tl.load(X + offs, mask=offs < N)\n    tl.store(Out, tl.sum(x, axis=0))\n";
     let m = lnc::Jit::new().module("masked_zeros.py", src).unwrap();

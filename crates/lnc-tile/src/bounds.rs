@@ -19,6 +19,7 @@
 //! positions below `n` (by loops dropping the same tiles). Otherwise `TUB = E` and
 //! those tiles run with their masks, as before.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, Value};
@@ -43,6 +44,8 @@ struct Cand {
     droppable: bool,
     /// Scratch slots written by the loop's body.
     writes: Vec<u32>,
+    /// Carried float sums to which the tiles past `n` add `+0.0` (see [`zero_sums`]).
+    zero_sums: Vec<usize>,
 }
 
 /// Splits every loop with a bound predicate into a steady state and a tail.
@@ -54,9 +57,10 @@ pub(crate) fn run(f: &mut Function) {
     for l in order {
         if let Some((key, pset)) = candidate(f, l) {
             let at_top = top.contains(&key.n) && key.base.is_none_or(|b| top.contains(&b));
-            let writes = local_drop(f, l, &pset);
-            let droppable = writes.as_ref().is_some_and(|w| w.is_empty() || at_top);
-            cands.push(Cand { inst: l, key, droppable, writes: writes.unwrap_or_default() });
+            let dropped = local_drop(f, l, &pset);
+            let droppable = dropped.as_ref().is_some_and(|(w, _)| w.is_empty() || at_top);
+            let (writes, zero_sums) = dropped.unwrap_or_default();
+            cands.push(Cand { inst: l, key, droppable, writes, zero_sums });
         }
     }
     // Scratch reads: the innermost candidate around each, when its index is `iv + t`.
@@ -192,18 +196,19 @@ fn match_bound(
 type Abs = Option<Const>;
 
 /// Whether the tiles of `l` past `n` do nothing; then the scratch slots they write.
-fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<Vec<u32>> {
+fn local_drop(f: &Function, l: Inst, pset: &HashSet<Value>) -> Option<(Vec<u32>, Vec<usize>)> {
     let body = &f.insts[l].regions[0];
     let cx = DropCx {
         pset,
         iv: body.args[0],
         step: int_of(f, f.insts[l].args[2])?,
         deps: dependents(f, l, body.args[0]),
+        zero_sums: RefCell::new(Vec::new()),
     };
     let mut env = HashMap::new();
     let mut writes = Vec::new();
     scan(f, &body.insts, Some(&body.args[1..]), &cx, &mut env, &mut writes)?;
-    Some(writes)
+    Some((writes, cx.zero_sums.into_inner()))
 }
 
 /// What [`scan`] knows of the loop being dropped.
@@ -212,6 +217,8 @@ struct DropCx<'a> {
     iv: Value,
     step: i64,
     deps: HashSet<Value>,
+    /// Carried float sums whose step adds `+0.0` on the tiles past `n`.
+    zero_sums: RefCell<Vec<usize>>,
 }
 
 /// Evaluates `insts` on the tiles past `n`; `None` when they may do something. `carried`
@@ -244,7 +251,13 @@ fn scan(
             // A zero stays zero through a numeric conversion (`other=0.` loaded as fp16
             // and widened to fp32).
             Opcode::Cast if matches!(a(0), Some(Const::Int(0))) || a(0) == Some(Const::Float(0.0)) => {
-                Some(if f.ty(d.results[0]).dtype().is_float() { Const::Float(0.0) } else { Const::Int(0) })
+                let float = f.ty(d.results[0]).dtype().is_float();
+                // The sign of a float zero survives (an integer zero becomes `+0.0`).
+                Some(match a(0) {
+                    Some(Const::Float(z)) if float => Const::Float(z),
+                    _ if float => Const::Float(0.0),
+                    _ => Const::Int(0),
+                })
             }
             Opcode::Binary(op) => fold(op, f.ty(d.args[0]).dtype(), a(0), a(1)),
             Opcode::Select if is_false(a(0)) => a(2),
@@ -281,8 +294,14 @@ fn scan(
             Opcode::Yield => {
                 let Some(carried) = carried else { continue };
                 for (k, &y) in d.args.iter().enumerate() {
-                    if y != carried[k] && !neutral_step(f, y, carried[k], &|v| abs(env, v)) {
+                    if y == carried[k] {
+                        continue;
+                    }
+                    if !neutral_step(f, y, carried[k], &|v| abs(env, v)) {
                         return None;
+                    }
+                    if adds_positive_zero(f, y, carried[k], &|v| abs(env, v)) {
+                        cx.zero_sums.borrow_mut().push(k);
                     }
                 }
                 continue;
@@ -319,6 +338,18 @@ fn neutral_step(f: &Function, y: Value, acc: Value, abs: &dyn Fn(Value) -> Abs) 
         (Some(Const::Int(a)), Const::Int(b)) => dt.wrap_int(a) == dt.wrap_int(b),
         _ => false,
     }
+}
+
+/// `y = acc + x` with `x` a float `+0.0` on every lane: neutral for the value of a sum,
+/// but not for the sign of a zero one (`-0.0 + +0.0 = +0.0`).
+fn adds_positive_zero(f: &Function, y: Value, acc: Value, abs: &dyn Fn(Value) -> Abs) -> bool {
+    let Some(i) = def(f, y) else { return false };
+    let d = &f.insts[i];
+    if d.opcode != Opcode::Binary(BinOp::Add) || !f.ty(y).dtype().is_float() {
+        return false;
+    }
+    let x = if d.args[0] == acc { d.args[1] } else { d.args[0] };
+    matches!(abs(x), Some(Const::Float(z)) if z == 0.0 && z.is_sign_positive())
 }
 
 /// `value = scratch_load(slot)[index] ⊕ e`, `e` the neutral element of `⊕`.
@@ -482,21 +513,72 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
         new.extend(scalar_tail(f, l, nb, &pset).unwrap_or_default());
     }
     insert_before(f, parent, l, &new);
-    if c.droppable && c.key.step == 1 {
+    let last = if c.droppable && c.key.step == 1 {
         // Nothing is left past `nb`: the tail loop goes, its results are the steady ones.
         let old = f.insts[l].results.clone();
         let map: HashMap<Value, Value> = old.into_iter().zip(results).collect();
-        let mut live = Vec::new();
-        f.walk(|i| live.push(i));
-        for i in live {
-            for a in &mut f.insts[i].args {
-                if let Some(&to) = map.get(a) {
-                    *a = to;
-                }
+        replace_uses(f, &map);
+        crate::rewrite::region_mut(f, parent).insts.retain(|&i| i != l);
+        steady
+    } else {
+        l
+    };
+    if c.droppable && !c.zero_sums.is_empty() {
+        count_positive_zeros(f, c, last, nb, parent);
+    }
+}
+
+/// Replaces every use of the keys of `map` by their values.
+fn replace_uses(f: &mut Function, map: &HashMap<Value, Value>) {
+    let mut live = Vec::new();
+    f.walk(|i| live.push(i));
+    for i in live {
+        for a in &mut f.insts[i].args {
+            if let Some(&to) = map.get(a) {
+                *a = to;
             }
         }
-        crate::rewrite::region_mut(f, parent).insts.retain(|&i| i != l);
     }
+}
+
+/// The tiles past `n` are skipped, but in the program they take part: a float sum that
+/// they add `+0.0` to is never `-0.0` when there are any (`nb < extent`), though it is when
+/// every element is `-0.0` and none are skipped. So after `last` (the loop that ends the
+/// split), each such sum `r` becomes `r + z`, `z = nb < extent ? +0.0 : -0.0` on every
+/// lane: `r` unchanged except a `-0.0` lane turned `+0.0` exactly when lanes were skipped.
+fn count_positive_zeros(f: &mut Function, c: &Cand, last: Inst, nb: Value, parent: Parent) {
+    let span = f.spans[last];
+    let results = f.insts[last].results.clone();
+    let ext = konst(f, DType::I32, Const::Int(c.key.extent));
+    let mut new = Vec::new();
+    let mut emit = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {
+        let i = f.create_inst(op, args, &[ty], span);
+        new.push(i);
+        f.insts[i].results[0]
+    };
+    let skipped = emit(f, Opcode::Cmp(CmpOp::Lt), vec![nb, ext], Ty::Scalar(DType::I1));
+    let mut map = HashMap::new();
+    for &k in &c.zero_sums {
+        let Some(&r) = results.get(k) else { continue };
+        let ty = f.ty(r);
+        let d = ty.dtype();
+        let (pos, neg) = (konst(f, d, Const::Float(0.0)), konst(f, d, Const::Float(-0.0)));
+        let z = emit(f, Opcode::Select, vec![skipped, pos, neg], Ty::Scalar(d));
+        let z = match ty {
+            Ty::Tile(..) => emit(f, Opcode::Splat, vec![z], ty),
+            _ => z,
+        };
+        let fixed = emit(f, Opcode::Binary(BinOp::Add), vec![r, z], ty);
+        map.insert(r, fixed);
+    }
+    if map.is_empty() {
+        return;
+    }
+    // Before the new instructions are placed: they keep reading the loop's results.
+    replace_uses(f, &map);
+    let region = crate::rewrite::region_mut(f, parent);
+    let pos = region.insts.iter().position(|&i| i == last).map_or(region.insts.len(), |p| p + 1);
+    region.insts.splice(pos..pos, new.iter().copied());
 }
 
 /// Turns the tail `for iv = full to TUB step L { … mask P … }` of a droppable loop into

@@ -310,10 +310,13 @@ impl Lowerer<'_> {
         let mut args = vec![pe.base, off];
         let mask = mask.and_then(|m| self.mask_operand(m, tile, p.lanes));
         args.extend(mask);
-        // `other` of zero is what a masked-off lane gives anyway.
+        // `other` of zero is what a masked-off lane gives anyway (`+0.0`: a `-0.0` is kept,
+        // its sign shows in a sum of negative zeros).
+        let positive_zero =
+            |c: Option<lir::Const>| matches!(c, Some(lir::Const::Float(z)) if z.to_bits() == 0);
         let other = match (mask, other) {
             (Some(_), Some(Ev::Uniform(o))) if matches!(self.const_of(o), Some(lir::Const::Int(0))) => None,
-            (Some(_), Some(Ev::Uniform(o))) if self.const_of(o) == Some(lir::Const::Float(0.0)) => None,
+            (Some(_), Some(Ev::Uniform(o))) if positive_zero(self.const_of(o)) => None,
             (Some(_), Some(Ev::Uniform(o))) => Some(o),
             (Some(_), Some(o)) => Some(self.tile_of(o, p.lanes)),
             _ => None,
