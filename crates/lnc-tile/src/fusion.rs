@@ -48,9 +48,10 @@ use crate::{TileError, TileOptions, affine};
 
 /// The largest block a later loop reads again from its argument instead of a scratch copy.
 /// Measured on the seed kernels (2 threads, medians of 40, same process): reading again
-/// is 4–17 % faster for rows of 2–4 KB (the row is still in L1), but the forward is 3–12 %
-/// slower for rows of 16–64 KB, where the copy wins.
-const RELOAD_MAX_BYTES: u64 = 8192;
+/// is 4–17 % faster for rows of 2–4 KB (the row is still in L1), equal within 2 % at 6 KB,
+/// but the forward is 1.6–7.7 % slower at 8 KB (caches flushed between runs or not) and
+/// 3–12 % slower for rows of 16–64 KB, where the copy wins.
+const RELOAD_MAX_BYTES: u64 = 4096;
 
 /// Where a block that is not computed per tile lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
