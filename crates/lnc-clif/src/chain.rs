@@ -75,19 +75,8 @@ fn same(f: &lir::Function, a: lir::Value, b: lir::Value, depth: u32) -> bool {
         return false;
     }
     let (Some(da), Some(db)) = (def(f, a), def(f, b)) else { return false };
-    let pure = matches!(
-        da.opcode,
-        Opcode::Const(_)
-            | Opcode::Arg(_)
-            | Opcode::ProgramId(_)
-            | Opcode::NumPrograms(_)
-            | Opcode::Binary(_)
-            | Opcode::Unary(_)
-            | Opcode::Cmp(_)
-            | Opcode::Select
-            | Opcode::Cast
-            | Opcode::Bitcast
-    );
+    // A scratch load reads memory the program writes: two of them may differ.
+    let pure = da.opcode.is_pure() && !matches!(da.opcode, Opcode::ScratchLoad(_));
     pure && da.opcode == db.opcode
         && da.regions.is_empty()
         && da.results.len() == 1
@@ -148,27 +137,6 @@ fn le(fx: &FunctionCx, a: lir::Value, b: lir::Value, depth: u32) -> bool {
     })
 }
 
-/// Instructions that may sit between the loops of a run: no effects, no control flow.
-fn pure_between(d: &lir::InstData) -> bool {
-    matches!(
-        d.opcode,
-        Opcode::Const(_)
-            | Opcode::Arg(_)
-            | Opcode::ProgramId(_)
-            | Opcode::NumPrograms(_)
-            | Opcode::Splat
-            | Opcode::Iota
-            | Opcode::Binary(_)
-            | Opcode::Cmp(_)
-            | Opcode::Unary(_)
-            | Opcode::Select
-            | Opcode::Cast
-            | Opcode::Bitcast
-            | Opcode::PtrAdd
-            | Opcode::ReduceLanes(_)
-    )
-}
-
 /// The loops of the run starting with the `for` at `insts[start]`: their instructions.
 fn run_of(fx: &FunctionCx, insts: &[lir::Inst], start: usize) -> Vec<lir::Inst> {
     let f = fx.f;
@@ -177,7 +145,8 @@ fn run_of(fx: &FunctionCx, insts: &[lir::Inst], start: usize) -> Vec<lir::Inst> 
     for &j in &insts[start + 1..] {
         let d = &f.insts[j];
         if d.opcode != Opcode::For {
-            if pure_between(d) {
+            // Nothing with an effect or control flow between the loops.
+            if d.opcode.is_pure() {
                 continue;
             }
             break;
