@@ -25,9 +25,9 @@
 //! inf and NaN are part of what is compared.
 //!
 //! Some kernels reduce disabled lanes that hold non-neutral values on purpose, which the
-//! masked-lane lint warns about and the harness's `run_jit` refuses; those are compared by a
-//! copy of `diff` without the lint check. `FINDING` comments mark constructs left out until
-//! a difference the test found is fixed; each has an ignored test at the end.
+//! masked-lane lint warns about and the harness's `run_jit` refuses; those are compared by
+//! `diff_unlinted`, the same comparison without the lint check. The differences this test
+//! found are fixed; each minimized case runs as a regression test at the end.
 //!
 //! CI runs a fixed number of cases from a fixed seed so that a run is reproducible and its
 //! duration bounded; `PROPTEST_CASES=<n>` runs more and `PROPTEST_RNG_SEED=<n>` explores
@@ -1171,45 +1171,9 @@ fn agree(k: &Kernel) -> Result<(), TestCaseError> {
         if kernel.warnings().is_empty() {
             diff(&module, &case);
         } else {
-            diff_linted(&module, &case);
+            diff_unlinted(&module, &case);
         }
     })
-}
-
-/// `diff` for kernels the masked-lane lint warns about. The harness refuses them (its
-/// kernels are meant to be written correctly), but the generator reduces disabled lanes
-/// that hold non-neutral values on purpose: the result is defined, and turning masks into
-/// loop bounds must keep those lanes in the reduction.
-fn diff_linted(module: &lnc::Module, case: &Case) {
-    static POOLS: std::sync::OnceLock<Vec<lnc::Jit>> = std::sync::OnceLock::new();
-    let pools =
-        POOLS.get_or_init(|| [1, 4].iter().map(|&n| lnc::Jit::new().with_threads(n).unwrap()).collect());
-    let reference = run_interp(module, case).unwrap_or_else(|e| panic!("interpreter: {e}"));
-    let modules = std::iter::once(module.clone()).chain(
-        pools.iter().map(|j| j.module(module.file().name.clone(), module.file().text.clone()).unwrap()),
-    );
-    for (m, run) in modules.zip(["the module's pool", "1 thread", "4 threads"]) {
-        let out = launch(&m, case).unwrap_or_else(|e| panic!("JIT on {run}: {e}"));
-        compare(case, &format!("JIT on {run}"), &out, &reference);
-    }
-}
-
-/// `run_jit` without its lint check.
-fn launch(module: &lnc::Module, case: &Case) -> Result<Vec<A>, lnc::Error> {
-    let k = module.kernel(&case.kernel, &case.sig)?;
-    let mut args = case.args.clone();
-    let launch: Vec<lnc::Arg<'_>> = args
-        .iter_mut()
-        .map(|a| match a {
-            A::Buf(d, off) => d.arg_mut(*off),
-            A::I32(x) => (*x).into(),
-            A::F32(x) => (*x).into(),
-            other => unreachable!("{other:?}"),
-        })
-        .collect();
-    k.launch(case.grid, &launch)?;
-    drop(launch);
-    Ok(args)
 }
 
 /// Replays one case (the `replay(...)` line a failure prints).
@@ -1240,7 +1204,7 @@ fn the_property_sees_a_wrong_reference() {
         catch(&k, || {
             let module = k.module();
             let case = k.case();
-            let jit = launch(&module, &case).unwrap_or_else(|e| panic!("JIT: {e}"));
+            let jit = run_jit_unlinted(&module, &case).unwrap_or_else(|e| panic!("JIT: {e}"));
             let mut reference = run_interp(&module, &case).unwrap_or_else(|e| panic!("interpreter: {e}"));
             // The first element of the last output (NaN, written or left poisoned, becomes 1).
             let last = k.checks.last().expect("an output").0;
