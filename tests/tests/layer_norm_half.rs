@@ -280,3 +280,51 @@ fn fp16_kernels_jit_equals_interpreter() {
 fn bf16_kernels_jit_equals_interpreter() {
     check_against_interpreter::<bf16>();
 }
+
+/// Whole-row conversions (`row_load`/`row_store`, the default) and conversions tile by
+/// tile in JIT code give the same bits: every output of the three kernels, with one row
+/// per group so that no result depends on the order the programs take the locks in.
+fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
+    let with_rows = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
+    let tiles =
+        lnc::Jit::with_options(lnc::CompileOptions { verify: true, half_rows: false, ..Default::default() });
+    let modules = [&with_rows, &tiles]
+        .map(|jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses"));
+    // The default plan converts rows: fp16 loads and stores, bf16 stores.
+    let lir = |m: &lnc::Module, k: &str, sig: &str| {
+        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+        m.dump(k, sig, &req).unwrap_or_else(|e| panic!("{e}")).remove(0).text
+    };
+    let (fwd, dx) = (fwd_sig(T::SIG, 1024), dx_sig(T::SIG, 64, 1024));
+    for (k, sig) in [("_layer_norm_fwd_fused", &fwd), ("_layer_norm_bwd_dx_fused", &dx)] {
+        let (a, b) = (lir(&modules[0], k, sig), lir(&modules[1], k, sig));
+        assert!(a.contains("row_store") && (T::SIG == "bf16" || a.contains("row_load")), "{k}:\n{a}");
+        assert!(!b.contains("row_"), "{k}:\n{b}");
+    }
+    let mut rng = rng();
+    for (m, n) in [(9usize, 17usize), (37, 1000), (5, 4097), (16, 2048)] {
+        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
+        let [r, t] = modules.each_ref().map(|module| run_flow(module, &x, &w, &b, &dy, n, m, 1e-5));
+        let what = |v: &str| format!("{v} ({} {m}x{n})", T::SIG);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(r.y, t.y, "{}", what("y"));
+        assert_eq!(bits(&r.mean), bits(&t.mean), "{}", what("mean"));
+        assert_eq!(bits(&r.rstd), bits(&t.rstd), "{}", what("rstd"));
+        assert_eq!(r.dx, t.dx, "{}", what("dx"));
+        assert_eq!(r.pdw, t.pdw, "{}", what("partial dw"));
+        assert_eq!(r.pdb, t.pdb, "{}", what("partial db"));
+        assert_eq!(r.dw, t.dw, "{}", what("dw"));
+        assert_eq!(r.db, t.db, "{}", what("db"));
+        assert!(r.y.iter().all(|v| !v.to_f32().is_nan()), "{}", what("every y written"));
+    }
+}
+
+#[test]
+fn fp16_row_conversions_equal_tile_conversions() {
+    rows_equal_tiles::<f16>();
+}
+
+#[test]
+fn bf16_row_conversions_equal_tile_conversions() {
+    rows_equal_tiles::<bf16>();
+}

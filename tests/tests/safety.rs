@@ -259,3 +259,39 @@ fn one_check_for_the_loops_of_a_pass_reports_the_first_element_past_the_end() {
         assert_close("center_rows", &checked, &want, 1e-5, 1e-5);
     }
 }
+
+/// fp16 rows converted whole (`row_load`/`row_store`): one check of the row before the
+/// conversion, naming the load's or the store's source line; nothing past Y is written.
+#[test]
+fn a_half_row_past_the_end_fails_at_its_access() {
+    use half::f16;
+    let m = module();
+    let k = m.kernel("center_rows", "*fp16,*fp16,i32,128").unwrap();
+    let ir = m
+        .dump(
+            "center_rows",
+            "*fp16,*fp16,i32,128",
+            &lnc::DumpRequest { stages: vec![lnc::Stage::Lir], ..Default::default() },
+        )
+        .unwrap()
+        .remove(0)
+        .text;
+    assert!(ir.contains("row_load") && ir.contains("row_store"), "{ir}");
+    let sentinel = f16::from_f32(SENTINEL);
+    let mut r = rng();
+    for n in [75usize, 64, 3] {
+        let rows = 5;
+        let len = rows * n;
+        let x: Vec<f16> = randn(&mut r, len, 0.5, 1.0).into_iter().map(f16::from_f32).collect();
+        let mut y = vec![sentinel; len + 64];
+        let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "N = {n}");
+        assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+
+        let o = oob(k.launch(rows as u32, &lnc::args![&x, &mut y[..len - 1], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+        assert!(y[len - 1..].iter().all(|&v| v == sentinel), "N = {n}: memory past Y was written");
+    }
+}

@@ -145,7 +145,9 @@ fn load_checked_args(fx: &mut FunctionCx) -> Result<(), CodegenError> {
         if let Opcode::Load { site, .. }
         | Opcode::Store { site, .. }
         | Opcode::Atomic { site, .. }
-        | Opcode::AtomicCas { site, .. } = f.insts[inst].opcode
+        | Opcode::AtomicCas { site, .. }
+        | Opcode::RowLoad { site, .. }
+        | Opcode::RowStore { site, .. } = f.insts[inst].opcode
         {
             args.push(site);
         }
@@ -608,6 +610,12 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2)?;
             memory::codegen_scratch_store(fx, slot, data.args[0], data.args[1])?;
             return Ok(());
+        }
+        Opcode::RowLoad { slot, site } | Opcode::RowStore { slot, site } => {
+            nargs(3)?;
+            let load = matches!(data.opcode, Opcode::RowLoad { .. });
+            let [ptr, offset, count] = [data.args[0], data.args[1], data.args[2]];
+            return half::codegen_row(fx, load, (slot, site), [ptr, offset, count]);
         }
         Opcode::ReduceLanes(op) => {
             nargs(1)?;

@@ -12,7 +12,9 @@
 //!
 //! The conversions are integer bit manipulation on `i32` lanes, the same instruction
 //! sequence for a scalar and for an `i32x4`, so tiles convert four lanes at a time
-//! (x86-64 has F16C, but Cranelift does not expose it). They are bit-exact with the
+//! (x86-64 has F16C, but Cranelift does not expose it). Whole rows convert faster in a
+//! runtime helper that uses F16C (`row_load`/`row_store`, placed by the tiler's `rows`
+//! pass; [`codegen_row`]) and give the same bits. They are bit-exact with the
 //! `half` crate: round to nearest even, denormals kept, overflow to infinity, NaN kept
 //! with its sign and high payload bits and quieted.
 //!
@@ -617,4 +619,51 @@ pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Res
         }
     };
     Ok(CVal::Tile(Tile { per: pd, parts }))
+}
+
+/// `row_load` (`load`) or `row_store`: one call of a row helper of [`crate::helpers`]
+/// converting `count` elements between `ptr + offset` and scratch buffer `slot`; under a
+/// safe launch, one range check of the whole row first.
+pub(crate) fn codegen_row(
+    fx: &mut FunctionCx,
+    load: bool,
+    (slot, site): (u32, u32),
+    [ptr, offset, count]: [lir::Value; 3],
+) -> Result<(), CodegenError> {
+    let Ty::Ptr(d) = fx.f.ty(ptr) else {
+        return Err(CodegenError::InvalidIr(format!("{ptr} converts a row but is not a pointer")));
+    };
+    let name = match (load, d) {
+        (true, DType::F16) => "lnc_row_f16_to_f32",
+        (true, DType::BF16) => "lnc_row_bf16_to_f32",
+        (false, DType::F16) => "lnc_row_f32_to_f16",
+        (false, DType::BF16) => "lnc_row_f32_to_bf16",
+        _ => return Err(CodegenError::InvalidIr(format!("a row of {d} is not a half row"))),
+    };
+    let size = d.size();
+    let base = fx.scalar(ptr)?;
+    let off = fx.scalar(offset)?;
+    let first = crate::hoist::element_address(fx, base, off, fx.f.ty(offset).dtype(), size);
+    let (scratch, s) = crate::memory::scratch_base(fx, slot)?;
+    // The count never exceeds the scratch buffer: the tiler makes it so, and a wrong
+    // count must not write past the buffer into another program's scratch.
+    let n = fx.scalar(count)?;
+    let n = num::int_to_i64(&mut fx.bcx, fx.f.ty(count).dtype(), n);
+    let len = fx.bcx.ins().iconst(types::I64, s.len as i64);
+    let n = fx.bcx.ins().smin(n, len);
+    if fx.opts.checked {
+        let nonempty = fx.bcx.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+        let check = fx.bcx.create_block();
+        let cont = fx.bcx.create_block();
+        fx.bcx.ins().brif(nonempty, check, &[], cont, &[]);
+        fx.bcx.switch_to_block(check);
+        let bytes = fx.bcx.ins().ishl_imm_u(n, size.trailing_zeros() as i64);
+        let end = fx.bcx.ins().iadd(first, bytes);
+        crate::hoist::check_span(fx, site, first, end, size)?;
+        fx.bcx.ins().jump(cont, &[]);
+        fx.bcx.switch_to_block(cont);
+    }
+    let args = if load { [first, scratch, n] } else { [scratch, first, n] };
+    fx.call_helper(name, &[types::I64; 3], &[], &args)?;
+    Ok(())
 }

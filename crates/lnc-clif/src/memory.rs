@@ -705,14 +705,19 @@ fn scratch_address(
     slot: u32,
     index: lir::Value,
 ) -> Result<(Value, DType), CodegenError> {
+    let (base, s) = scratch_base(fx, slot)?;
+    Ok((offset_address(fx, base, index, lir::Scratch::elem_bytes(s.dtype))?, s.dtype))
+}
+
+/// The address of scratch buffer `slot`'s first element, and the buffer.
+pub(crate) fn scratch_base(fx: &mut FunctionCx, slot: u32) -> Result<(Value, lir::Scratch), CodegenError> {
     let s = *fx
         .f
         .scratch
         .get(slot as usize)
         .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
     let area = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH);
-    let base = fx.bcx.ins().iadd_imm_s(area, s.offset as i64);
-    Ok((offset_address(fx, base, index, lir::Scratch::elem_bytes(s.dtype))?, s.dtype))
+    Ok((fx.bcx.ins().iadd_imm_s(area, s.offset as i64), s))
 }
 
 /// The dtype whose layout scratch holds `d` in: half dtypes in their `f32` compute form.

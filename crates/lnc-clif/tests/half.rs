@@ -182,56 +182,6 @@ fn every_fp16_and_bf16_pattern_to_fp32_and_back() {
     }
 }
 
-/// fp32 inputs where rounding to a 16-bit format is delicate: every value of the format,
-/// the ties halfway between neighbours and the floats right beside them, the overflow
-/// threshold, subnormals of both formats, infinities and NaNs of assorted payloads.
-fn edge_f32(d: DType) -> Vec<u32> {
-    let to_f32 =
-        |h: u16| if d == DType::F16 { f16::from_bits(h).to_f32() } else { bf16::from_bits(h).to_f32() };
-    let mut finite: Vec<f32> = (0..=u16::MAX).map(to_f32).filter(|x| x.is_finite()).collect();
-    finite.sort_by(f32::total_cmp);
-    let mut out = Vec::new();
-    for w in finite.windows(2) {
-        out.push(w[0].to_bits());
-        let mid = ((w[0] as f64 + w[1] as f64) / 2.0) as f32;
-        for m in [mid, mid.next_up(), mid.next_down()] {
-            out.push(m.to_bits());
-        }
-    }
-    out.extend([
-        0x0000_0000,
-        0x8000_0000,
-        0x0000_0001, // the smallest f32 subnormal
-        0x8000_0001,
-        0x007F_FFFF, // the largest f32 subnormal
-        0x0080_0000, // the smallest f32 normal
-        0x3380_0000, // 2^-24, the smallest fp16 subnormal
-        0x3300_0000, // 2^-25: a tie, to zero
-        0x3300_0001, // just above: up
-        0x387F_C000, // halfway between fp16's largest subnormal and smallest normal
-        0x3880_0000, // 2^-14
-        0x477F_E000, // 65504
-        0x477F_EFFF, // just below 65520
-        0x477F_F000, // 65520: a tie, to infinity
-        0x4780_0000, // 65536
-        0x7F7F_FFFF, // the largest f32
-        0x7F7F_8000, // a bf16 tie to infinity
-        0x7F7F_7FFF,
-        0x7F80_0000,
-        0xFF80_0000,
-        0x7FC0_0000,
-        0xFFC0_0000,
-        0x7F80_0001, // signalling NaNs, payload only in the low bits
-        0xFF80_0001,
-        0x7F80_2000,
-        0x7FBF_FFFF,
-        0x7FFF_FFFF,
-        0xFFFF_FFFF,
-        0x7FA0_1234,
-    ]);
-    out
-}
-
 #[test]
 fn fp32_to_fp16_and_bf16_rounding_is_bit_exact() {
     let mut rng = rng();

@@ -164,6 +164,25 @@ pub enum Opcode {
     ScratchLoad(u32),
     /// `(index: scalar, value: tile) -> ()`: writes them (a scalar value writes one element).
     ScratchStore(u32),
+    /// `(ptr, offset: int scalar, count: i32 scalar) -> ()`: reads the `count` elements
+    /// at `ptr + offset` (a half dtype) into elements `[0, count)` of scratch buffer
+    /// `slot` (of that dtype, held as `fp32`), converting a whole row in one call instead
+    /// of tile by tile. Nothing is read when `count <= 0`.
+    RowLoad {
+        /// Scratch buffer written.
+        slot: u32,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
+    /// `(ptr, offset: int scalar, count: i32 scalar) -> ()`: writes elements `[0, count)`
+    /// of scratch buffer `slot` (of the pointee's half dtype or `fp32`) to the `count`
+    /// elements at `ptr + offset`, rounded to the pointee's dtype (to nearest even).
+    RowStore {
+        /// Scratch buffer read.
+        slot: u32,
+        /// Index into [`Function::sites`].
+        site: u32,
+    },
     /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
     ReduceLanes(ReduceOp),
     /// `(lb, ub, step, init...) -> carried...`: one region with arguments
@@ -408,6 +427,8 @@ impl Opcode {
             | Opcode::Store { site, .. }
             | Opcode::Atomic { site, .. }
             | Opcode::AtomicCas { site, .. }
+            | Opcode::RowLoad { site, .. }
+            | Opcode::RowStore { site, .. }
             | Opcode::Assert { site } => Some(site),
             _ => None,
         }
@@ -435,6 +456,8 @@ impl Opcode {
             Opcode::AtomicCas { .. } => "atomic_cas",
             Opcode::ScratchLoad(_) => "scratch_load",
             Opcode::ScratchStore(_) => "scratch_store",
+            Opcode::RowLoad { .. } => "row_load",
+            Opcode::RowStore { .. } => "row_store",
             Opcode::ReduceLanes(_) => "reduce_lanes",
             Opcode::For => "for",
             Opcode::While => "while",

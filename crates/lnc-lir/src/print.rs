@@ -196,6 +196,23 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
                 let _ = write!(s, ", {}", list(names, &args[1..]));
             }
         }
+        Opcode::RowLoad { slot, site: k } | Opcode::RowStore { slot, site: k } => {
+            let m = data.opcode.mnemonic();
+            match args[..] {
+                [p, o, n] => {
+                    let (p, o, n) = (names.name(p), names.name(o), names.name(n));
+                    if matches!(data.opcode, Opcode::RowLoad { .. }) {
+                        let _ = write!(s, "{m} s{slot}[0..{n}] <- {p}[{o}..]");
+                    } else {
+                        let _ = write!(s, "{m} {p}[{o}..] <- s{slot}[0..{n}]");
+                    }
+                }
+                _ => {
+                    let _ = write!(s, "{m} s{slot} <malformed> {}", list(names, args));
+                }
+            }
+            site = Some(format!("  ; site {k}"));
+        }
         Opcode::ReduceLanes(op) => {
             let _ = write!(s, "reduce_lanes.{} {}", op.name(), list(names, args));
         }

@@ -458,6 +458,36 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// Operands of `row_load`/`row_store`: a pointer to a half dtype, an integer offset,
+    /// an `i32` count, and a scratch buffer holding the row as `fp32` values.
+    fn row(&mut self, i: Inst, slot: u32) {
+        let data = &self.f.insts[i];
+        let load = matches!(data.opcode, Opcode::RowLoad { .. });
+        let m = data.opcode.mnemonic();
+        let (p, o, n) = (self.ty(data.args[0]), self.ty(data.args[1]), self.ty(data.args[2]));
+        let Ty::Ptr(d) = p else {
+            self.err(Some(i), format!("`{m}` needs a pointer, found {p}"));
+            return;
+        };
+        if !matches!(d, DType::F16 | DType::BF16) {
+            self.err(Some(i), format!("`{m}` converts rows of fp16 or bf16, found {p}"));
+        }
+        if !is_int_scalar(o) {
+            self.err(Some(i), format!("`{m}` needs an integer scalar offset, found {o}"));
+        }
+        if n != Ty::Scalar(DType::I32) {
+            self.err(Some(i), format!("`{m}` needs an i32 count, found {n}"));
+        }
+        let Some(s) = self.f.scratch.get(slot as usize).copied() else {
+            self.err(Some(i), format!("scratch buffer s{slot} does not exist"));
+            return;
+        };
+        let ok = s.dtype == d || (!load && s.dtype == DType::F32);
+        if !ok {
+            self.err(Some(i), format!("`{m}` moves {d} through scratch buffer s{slot} of {}", s.dtype));
+        }
+    }
+
     fn value_of(&mut self, i: Inst, v: Value, what: &str, want: Ty) {
         let t = self.ty(v);
         if !(t == want) {
@@ -731,6 +761,13 @@ impl<'a> Verifier<'a> {
                         ),
                     );
                 }
+            }
+            Opcode::RowLoad { slot, site } | Opcode::RowStore { slot, site } => {
+                self.site(i, site, true);
+                if !self.counts(i, 3, 0) {
+                    return;
+                }
+                self.row(i, slot);
             }
             Opcode::ReduceLanes(_) => {
                 if !self.counts(i, 1, 1) {

@@ -31,11 +31,11 @@ use crate::rewrite::{
 
 /// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Key {
-    n: Value,
-    base: Option<Value>,
-    extent: i64,
-    step: i64,
+pub(crate) struct Key {
+    pub(crate) n: Value,
+    pub(crate) base: Option<Value>,
+    pub(crate) extent: i64,
+    pub(crate) step: i64,
 }
 
 struct Cand {
@@ -108,7 +108,7 @@ fn post_order(f: &Function, insts: &[Inst], out: &mut Vec<Inst>) {
 
 /// A `for iv = 0 to E step L` whose body tests a bound predicate: its key and the
 /// predicate's values.
-fn candidate(f: &Function, l: Inst) -> Option<(Key, HashSet<Value>)> {
+pub(crate) fn candidate(f: &Function, l: Inst) -> Option<(Key, HashSet<Value>)> {
     let d = &f.insts[l];
     if d.opcode != Opcode::For || int_of(f, d.args[0]) != Some(0) {
         return None;
@@ -444,7 +444,7 @@ fn collect_reads(
 }
 
 /// Appends a new instruction with one result, returning it.
-type Emit<'e> = dyn FnMut(&mut Function, Opcode, Vec<Value>, Ty) -> Value + 'e;
+pub(crate) type Emit<'e> = dyn FnMut(&mut Function, Opcode, Vec<Value>, Ty) -> Value + 'e;
 
 /// Splits candidate loop `c` (see the module documentation).
 fn split(f: &mut Function, c: &Cand, parent: Parent) {
@@ -465,24 +465,8 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
         new.push(i);
         f.insts[i].results[0]
     };
-    let i64t = Ty::Scalar(DType::I64);
     let i32t = Ty::Scalar(DType::I32);
-    let widen = |f: &mut Function, emit: &mut Emit<'_>, v: Value| {
-        if f.ty(v) == i64t { v } else { emit(f, Opcode::Cast, vec![v], i64t) }
-    };
-    let n = widen(f, &mut emit, c.key.n);
-    let d = match c.key.base {
-        Some(b) => {
-            let b = widen(f, &mut emit, b);
-            emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t)
-        }
-        None => n,
-    };
-    let zero = konst(f, DType::I64, Const::Int(0));
-    let ext = konst(f, DType::I64, Const::Int(c.key.extent));
-    let t = emit(f, Opcode::Binary(BinOp::Max), vec![d, zero], i64t);
-    let t = emit(f, Opcode::Binary(BinOp::Min), vec![t, ext], i64t);
-    let nb = emit(f, Opcode::Cast, vec![t], i32t);
+    let nb = enabled_count(f, &c.key, &mut emit);
     let (full, tub) = if c.key.step == 1 {
         (nb, if c.droppable { nb } else { f.insts[l].args[1] })
     } else {
@@ -526,6 +510,28 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     if c.droppable && !c.zero_sums.is_empty() {
         count_positive_zeros(f, c, last, nb, parent);
     }
+}
+
+/// `nb = min(max(n - base, 0), extent)` as an `i32`, computed in `i64` so that nothing
+/// wraps: how many leading elements of the loop's space have the predicate true.
+pub(crate) fn enabled_count(f: &mut Function, key: &Key, emit: &mut Emit<'_>) -> Value {
+    let i64t = Ty::Scalar(DType::I64);
+    let widen = |f: &mut Function, emit: &mut Emit<'_>, v: Value| {
+        if f.ty(v) == i64t { v } else { emit(f, Opcode::Cast, vec![v], i64t) }
+    };
+    let n = widen(f, emit, key.n);
+    let d = match key.base {
+        Some(b) => {
+            let b = widen(f, emit, b);
+            emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t)
+        }
+        None => n,
+    };
+    let zero = konst(f, DType::I64, Const::Int(0));
+    let ext = konst(f, DType::I64, Const::Int(key.extent));
+    let t = emit(f, Opcode::Binary(BinOp::Max), vec![d, zero], i64t);
+    let t = emit(f, Opcode::Binary(BinOp::Min), vec![t, ext], i64t);
+    emit(f, Opcode::Cast, vec![t], Ty::Scalar(DType::I32))
 }
 
 /// Replaces every use of the keys of `map` by their values.

@@ -27,15 +27,17 @@
 //! - `device_print` prints one line per element of each operand with its index, as Triton
 //!   does; the elements are unrolled, so a print of a block is limited in size.
 //!
-//! Masks stay data (lane masks on accesses) in that plan. Two loop-IR passes follow:
-//! masks `offs < N` become a loop bound plus a tail ([`bounds`](crate::bounds)), and
-//! reduction loops get several accumulators ([`accum`](crate::accum)).
+//! Masks stay data (lane masks on accesses) in that plan. Loop-IR passes follow: the
+//! `fp16`/`bf16` rows a loop reads or writes are converted whole, in one runtime call
+//! ([`rows`](crate::rows)); masks `offs < N` become a loop bound plus a tail
+//! ([`bounds`](crate::bounds)); and reduction loops get several accumulators
+//! ([`accum`](crate::accum)).
 //!
 //! Blocks of pointers carried through loops become a pointer block fixed before the loop
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
 //! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
-//! emission → masks to bounds → accumulators → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
+//! emission → half rows → masks to bounds → accumulators → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
 mod accum;
@@ -48,6 +50,7 @@ mod eval;
 mod fusion;
 mod provenance;
 mod rewrite;
+mod rows;
 mod scalar;
 mod uses;
 
@@ -64,11 +67,14 @@ pub struct TileOptions {
     /// Independent accumulators per reduction loop, the loop unrolled as many times
     /// (module `accum`); 1 keeps one accumulator.
     pub unroll: u8,
+    /// Convert rows of `fp16`/`bf16` loaded or stored by a tile loop in one runtime call
+    /// each, through scratch (module `rows`), instead of tile by tile.
+    pub rows: bool,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4, bounds: true, unroll: 4 }
+        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true }
     }
 }
 
@@ -113,6 +119,9 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let prov = provenance::analyze(f)?;
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
+    if opts.rows {
+        rows::run(&mut lir);
+    }
     if opts.bounds {
         bounds::run(&mut lir);
     }

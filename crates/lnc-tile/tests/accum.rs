@@ -122,7 +122,8 @@ fn the_unroll_option_sets_the_accumulators_within_the_registers() {
     let three = bir(THREE, "k", "*fp32,*fp32,i32,64");
     for (unroll, one_wide, three_wide) in [(1u8, 1usize, 1usize), (2, 2, 2), (4, 4, 2), (8, 4, 2)] {
         for (f, per, wide) in [(&one, 1, one_wide), (&three, 3, three_wide)] {
-            let l = tile_opts(f, TileOptions { lanes: 4, bounds: true, unroll }).expect("tiles");
+            let l = tile_opts(f, TileOptions { lanes: 4, bounds: true, unroll, ..Default::default() })
+                .expect("tiles");
             let carried = carried_counts(&l);
             let unrolled = carried.iter().filter(|&&c| c > per).copied().collect::<Vec<_>>();
             let expect = if wide == 1 { vec![] } else { vec![per * wide] };
@@ -147,7 +148,8 @@ def k(X, Y, N):
 #[test]
 fn a_float_sum_written_as_a_loop_keeps_its_order() {
     let f = bir(USER_SUM, "k", "*fp32,*fp32,i32");
-    let l = tile_opts(&f, TileOptions { lanes: 4, bounds: true, unroll: 4 }).expect("tiles");
+    let l = tile_opts(&f, TileOptions { lanes: 4, bounds: true, unroll: 4, ..Default::default() })
+        .expect("tiles");
     assert_eq!(carried_counts(&l), vec![1], "{}", lnc_lir::print_function(&l));
     for n in [10usize, 15, 16, 17, 33] {
         let x: Vec<f64> = if n == 10 { vec![0.1; 10] } else { data(9, n) };

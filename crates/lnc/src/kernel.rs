@@ -327,7 +327,10 @@ fn written_slots(lir: &lnc_lir::Function) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
     lir.walk(|i| {
         let site = match lir.insts[i].opcode {
-            Opcode::Store { site, .. } | Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } => site,
+            Opcode::Store { site, .. }
+            | Opcode::Atomic { site, .. }
+            | Opcode::AtomicCas { site, .. }
+            | Opcode::RowStore { site, .. } => site,
             _ => return,
         };
         if let Some(s) = lir.sites.get(site as usize) {

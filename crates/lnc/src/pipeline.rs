@@ -22,11 +22,16 @@ pub struct CompileOptions {
     pub lanes: u8,
     /// Run the IR verifiers after every stage and pass (always on in debug builds).
     pub verify: bool,
+    /// Convert the `fp16`/`bf16` rows a loop reads or writes in one runtime call each,
+    /// with F16C or AVX2 where the CPU has them (`row_load`/`row_store` in the loop IR),
+    /// instead of tile by tile in the JIT code, which Cranelift gives no such
+    /// instructions. The results are the same bits either way.
+    pub half_rows: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { lanes: 4, verify: cfg!(debug_assertions) }
+        CompileOptions { lanes: 4, verify: cfg!(debug_assertions), half_rows: true }
     }
 }
 
@@ -148,7 +153,7 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes, ..Default::default() };
+    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes, rows: opts.half_rows, ..Default::default() };
     let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
     timings.tile = t.elapsed();
     if opts.verify {

@@ -67,6 +67,8 @@ fn read(b: &Buffer, k: i64) -> S {
     match d {
         DType::F32 => S::F(f32::from_bits(bits as u32) as f64),
         DType::F64 => S::F(f64::from_bits(bits)),
+        DType::F16 => S::F(half::f16::from_bits(bits as u16).to_f64()),
+        DType::BF16 => S::F(half::bf16::from_bits(bits as u16).to_f64()),
         d if d.is_float() => panic!("{d} is not supported by the test interpreter"),
         d => S::I(d.wrap_int(bits as i64)),
     }
@@ -83,6 +85,9 @@ fn write(b: &mut Buffer, k: i64, s: S) {
     let bits: u64 = match (d, s) {
         (DType::F32, S::F(x)) => (x as f32).to_bits() as u64,
         (DType::F64, S::F(x)) => x.to_bits(),
+        // Rounded once, to nearest even: what a cast to the dtype or a `row_store` does.
+        (DType::F16, S::F(x)) => half::f16::from_f64(x).to_bits() as u64,
+        (DType::BF16, S::F(x)) => half::bf16::from_f64(x).to_bits() as u64,
         (_, S::I(i)) => i as u64,
         other => panic!("cannot store {other:?}"),
     };
@@ -450,6 +455,35 @@ impl Machine<'_> {
                 let buf = &mut self.scratch[slot as usize];
                 assert!(base + vals.len() <= buf.len(), "scratch store past s{slot}");
                 buf[base..base + vals.len()].copy_from_slice(&vals);
+                None
+            }
+            Opcode::RowLoad { slot, .. } => {
+                let (S::P(b, o), n) = (a[0].s(), int(a[2].s()).max(0) as usize) else {
+                    panic!("not a pointer")
+                };
+                let start = o + int(a[1].s());
+                let row: Vec<S> = (0..n as i64).map(|k| read(&self.bufs[b], start + k)).collect();
+                let buf = &mut self.scratch[slot as usize];
+                assert!(n <= buf.len(), "row load past s{slot}");
+                // Past the row, scratch holds whatever was there: NaN, so that a value read
+                // there and not masked away shows in the results.
+                for (k, e) in buf.iter_mut().enumerate() {
+                    *e = row.get(k).copied().unwrap_or(S::F(f64::NAN));
+                }
+                None
+            }
+            Opcode::RowStore { slot, .. } => {
+                let (S::P(b, o), n) = (a[0].s(), int(a[2].s()).max(0) as usize) else {
+                    panic!("not a pointer")
+                };
+                let start = o + int(a[1].s());
+                let buf = &self.scratch[slot as usize];
+                assert!(n <= buf.len(), "row store past s{slot}");
+                let row = buf[..n].to_vec();
+                assert!(row.iter().all(|&s| s != S::P(usize::MAX, 0)), "row store of unwritten s{slot}");
+                for (k, v) in row.into_iter().enumerate() {
+                    write(&mut self.bufs[b], start + k as i64, v);
+                }
                 None
             }
             Opcode::ReduceLanes(op) => {

@@ -53,7 +53,7 @@ pub fn lir(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
 /// Source → loop IR of the fusion decisions alone (masks stay masks), panicking on errors.
 pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
     let f = bir(src, kernel, sig);
-    tile_opts(&f, TileOptions { lanes: 4, bounds: false, unroll: 1 })
+    tile_opts(&f, TileOptions { lanes: 4, bounds: false, unroll: 1, rows: false })
         .unwrap_or_else(|e| panic!("tiling failed: {e}"))
 }
 
@@ -89,9 +89,9 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
     let mut expected = bufs.to_vec();
     lnc_bir::interp::run_grid(f, grid, args, &mut expected)
         .unwrap_or_else(|e| panic!("bir interpreter: {e}"));
-    let plans = |l| [(l, true, 4), (l, false, 4), (l, true, 1)];
-    for (l, bounds, unroll) in lanes.iter().flat_map(|&l| plans(l)) {
-        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll })
+    let plans = |l| [(l, true, 4, true), (l, false, 4, true), (l, true, 1, false)];
+    for (l, bounds, unroll, rows) in lanes.iter().flat_map(|&l| plans(l)) {
+        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll, rows })
             .unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)
@@ -104,7 +104,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
                     || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
                 assert!(
                     ok,
-                    "lanes={l} bounds={bounds} unroll={unroll}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
+                    "lanes={l} bounds={bounds} unroll={unroll} rows={rows}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
                     lnc_lir::print_function(&lf)
                 );
             }

@@ -1,0 +1,301 @@
+//! Half rows converted whole: the contiguous `fp16`/`bf16` loads and stores of a tile loop
+//! become one conversion of the row through scratch.
+//!
+//! ```text
+//! for iv = 0 to E step L { x = load.contig p[iv + t] mask P other o ; … store.contig q[iv + u], cast(y) mask P }
+//! =>
+//! nb = min(max(n - base, 0), E)                 ; the elements P enables (E when unmasked)
+//! row_load s1[0..nb] <- p[t..]
+//! for iv = 0 to E step L { x = select(P, scratch_load s1[iv], o) ; … scratch_store s2[iv], y }
+//! row_store q[u..] <- s2[0..nb]
+//! ```
+//!
+//! Cranelift has no half-precision conversions (x86-64's F16C is not exposed), so a tile
+//! converts with integer bit manipulation: about a dozen instructions per four lanes to
+//! widen `fp16`, two dozen to round `fp32` to it. The row conversions are runtime helpers
+//! that use F16C where the CPU has it, eight lanes per instruction, and read or write
+//! exactly the enabled elements. The values are the same: scratch holds a half block as
+//! the `fp32` value it is computed in, widened with quieted NaNs as the tile conversion
+//! does, and `row_store` rounds to nearest even, as a cast to the dtype does; a store of
+//! `cast(y)` stores `y` into `fp32` scratch, so the rounding happens once, in the helper.
+//!
+//! Only what keeps the program's meaning moves:
+//! - the loop is innermost, from 0 to a constant extent, with no atomics, asserts or
+//!   prints (their order against the moved accesses is observable), and its access tiles
+//!   cover one step each (`lanes == step`) at `iv` or `iv + t` (`iv` possibly widened),
+//!   `t` defined outside;
+//! - a mask is the loop's bound predicate `base + iv + lane < n` (module `bounds`), or
+//!   absent: the enabled elements are then the first `nb`, exactly the helper's range;
+//! - a load moves before the loop only when the loop stores nothing into the same
+//!   argument; a store moves after it only when the loop accesses that argument nowhere
+//!   else (arguments do not overlap);
+//! - a masked store is rewritten only when the predicate keeps another use in the loop, so
+//!   that `bounds` still splits the loop and no tile past `n` runs for nothing.
+
+use std::collections::HashMap;
+
+use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, Ty, Value};
+
+use crate::bounds::{candidate, enabled_count};
+use crate::rewrite::{Parent, def, defined_inside, insert_before, int_of, konst, parents, region_mut};
+
+/// Rewrites the half accesses of every qualifying loop.
+pub(crate) fn run(f: &mut Function) {
+    let mut loops = Vec::new();
+    f.walk(|i| loops.push(i));
+    loops.retain(|&i| f.insts[i].opcode == Opcode::For);
+    let parent = parents(f);
+    for l in loops {
+        rewrite_loop(f, l, parent[&l]);
+    }
+}
+
+/// A half access of the loop that moves.
+struct Moved {
+    inst: Inst,
+    /// The memory offset of the row's first element: `t` of `iv + t`, none for `iv`.
+    start: Option<Value>,
+    masked: bool,
+}
+
+fn is_half(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16)
+}
+
+fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
+    let d = &f.insts[l];
+    if int_of(f, d.args[0]) != Some(0) {
+        return;
+    }
+    let (Some(extent), Some(step)) = (int_of(f, d.args[1]), int_of(f, d.args[2])) else { return };
+    if extent <= 0 || step <= 0 || extent % step != 0 || extent > i32::MAX as i64 / 4 {
+        return;
+    }
+    let body = &d.regions[0];
+    let iv = body.args[0];
+    let fixed_order = body.insts.iter().any(|&j| {
+        matches!(
+            f.insts[j].opcode,
+            Opcode::For
+                | Opcode::While
+                | Opcode::If
+                | Opcode::Atomic { .. }
+                | Opcode::AtomicCas { .. }
+                | Opcode::Assert { .. }
+                | Opcode::Print(_)
+                | Opcode::RowLoad { .. }
+                | Opcode::RowStore { .. }
+        )
+    });
+    if fixed_order {
+        return;
+    }
+    let inside = defined_inside(f, l);
+    let bound = candidate(f, l);
+    let pset = bound.as_ref().map(|(_, p)| p.clone()).unwrap_or_default();
+    // Accesses per argument: (loads, stores).
+    let mut per_arg: HashMap<u32, (usize, usize)> = HashMap::new();
+    for &j in &body.insts {
+        match f.insts[j].opcode {
+            Opcode::Load { site, .. } => per_arg.entry(f.sites[site as usize].arg).or_default().0 += 1,
+            Opcode::Store { site, .. } => per_arg.entry(f.sites[site as usize].arg).or_default().1 += 1,
+            _ => {}
+        }
+    }
+    // Uses of the predicate other than store masks: whether `bounds` still sees it.
+    let predicate_kept = body.insts.iter().any(|&j| {
+        let dj = &f.insts[j];
+        !matches!(dj.opcode, Opcode::Store { .. }) && dj.args.iter().any(|a| pset.contains(a))
+    });
+    // `iv`, or `iv` widened (exact: `0 <= iv < extent`).
+    let is_iv = |v: Value| {
+        v == iv
+            || def(f, v).is_some_and(|c| {
+                let cd = &f.insts[c];
+                cd.opcode == Opcode::Cast
+                    && cd.args[0] == iv
+                    && f.ty(v).dtype().bits() >= f.ty(iv).dtype().bits()
+            })
+    };
+    let start_of = |offset: Value| -> Option<Option<Value>> {
+        if is_iv(offset) {
+            return Some(None);
+        }
+        let od = &f.insts[def(f, offset)?];
+        if od.opcode != Opcode::Binary(lnc_lir::BinOp::Add) {
+            return None;
+        }
+        let (a, b) = (od.args[0], od.args[1]);
+        let t = if is_iv(a) {
+            b
+        } else if is_iv(b) {
+            a
+        } else {
+            return None;
+        };
+        (!inside.contains(&t)).then_some(Some(t))
+    };
+    let mut loads = Vec::new();
+    let mut stores = Vec::new();
+    for &j in &body.insts {
+        let dj = &f.insts[j];
+        match dj.opcode {
+            Opcode::Load { addr: Addressing::Contiguous, has_mask, site, .. } => {
+                let ty = f.ty(dj.results[0]);
+                let arg = f.sites[site as usize].arg;
+                let ok = ty == Ty::Tile(DType::F16, step as u8)
+                    && !inside.contains(&dj.args[0])
+                    && (!has_mask || pset.contains(&dj.args[2]))
+                    && per_arg[&arg].1 == 0;
+                if let (true, Some(start)) = (ok, start_of(dj.args[1])) {
+                    loads.push(Moved { inst: j, start, masked: has_mask });
+                }
+            }
+            Opcode::Store { addr: Addressing::Contiguous, has_mask, site } => {
+                let ty = f.ty(dj.args[2]);
+                let arg = f.sites[site as usize].arg;
+                let ok = ty == Ty::Tile(ty.dtype(), step as u8)
+                    && is_half(ty.dtype())
+                    && !inside.contains(&dj.args[0])
+                    && (!has_mask || (pset.contains(&dj.args[3]) && predicate_kept))
+                    && per_arg[&arg] == (0, 1);
+                if let (true, Some(start)) = (ok, start_of(dj.args[1])) {
+                    stores.push(Moved { inst: j, start, masked: has_mask });
+                }
+            }
+            _ => {}
+        }
+    }
+    if loads.is_empty() && stores.is_empty() {
+        return;
+    }
+    let span = f.spans[l];
+    let mut before = Vec::new();
+    let mut emit = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {
+        let i = f.create_inst(op, args, &[ty], span);
+        before.push(i);
+        f.insts[i].results[0]
+    };
+    let masked = loads.iter().chain(&stores).any(|m| m.masked);
+    let nb = match &bound {
+        Some((key, _)) if masked => enabled_count(f, key, &mut emit),
+        _ => konst(f, DType::I32, Const::Int(extent)),
+    };
+    let full = konst(f, DType::I32, Const::Int(extent));
+    let iv_zero = konst(f, f.ty(iv).dtype(), Const::Int(0));
+    let mut replace = HashMap::new();
+    for m in &loads {
+        let dj = f.insts[m.inst].clone();
+        let Opcode::Load { has_other, site, .. } = dj.opcode else { continue };
+        let ty = f.ty(dj.results[0]);
+        let slot = match kept_in(f, l, dj.results[0]) {
+            Some(s) => s,
+            None => f.add_scratch(ty.dtype(), extent as u32),
+        };
+        let start = m.start.unwrap_or(iv_zero);
+        let count = if m.masked { nb } else { full };
+        let row = f.create_inst(
+            Opcode::RowLoad { slot, site },
+            vec![dj.args[0], start, count],
+            &[],
+            f.spans[m.inst],
+        );
+        before.push(row);
+        let mut new = Vec::new();
+        let span = f.spans[m.inst];
+        let mut at = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {
+            let i = f.create_inst(op, args, &[ty], span);
+            new.push(i);
+            f.insts[i].results[0]
+        };
+        let mut v = at(f, Opcode::ScratchLoad(slot), vec![iv], ty);
+        if m.masked {
+            let other = match has_other {
+                true if f.ty(dj.args[3]).is_tile() => dj.args[3],
+                true => at(f, Opcode::Splat, vec![dj.args[3]], ty),
+                false => {
+                    let z = konst(f, ty.dtype(), Const::Float(0.0));
+                    at(f, Opcode::Splat, vec![z], ty)
+                }
+            };
+            v = at(f, Opcode::Select, vec![dj.args[2], v, other], ty);
+        }
+        replace.insert(dj.results[0], v);
+        splice(f, l, m.inst, &new);
+    }
+    let mut after = Vec::new();
+    for m in &stores {
+        let dj = f.insts[m.inst].clone();
+        let Opcode::Store { site, .. } = dj.opcode else { continue };
+        let v = dj.args[2];
+        let lanes = f.ty(v).lanes();
+        // A store of `cast(y)` keeps `y` in fp32: the helper rounds it, once.
+        let widened = def(f, v)
+            .filter(|&c| f.insts[c].opcode == Opcode::Cast)
+            .map(|c| f.insts[c].args[0])
+            .filter(|&y| f.ty(y) == Ty::Tile(DType::F32, lanes));
+        let (value, dtype) = match widened {
+            Some(y) => (y, DType::F32),
+            None => (v, f.ty(v).dtype()),
+        };
+        let slot = f.add_scratch(dtype, extent as u32);
+        let span = f.spans[m.inst];
+        let st = f.create_inst(Opcode::ScratchStore(slot), vec![iv, value], &[], span);
+        splice(f, l, m.inst, &[st]);
+        let start = m.start.unwrap_or(iv_zero);
+        let count = if m.masked { nb } else { full };
+        after.push(f.create_inst(Opcode::RowStore { slot, site }, vec![dj.args[0], start, count], &[], span));
+    }
+    replace_in(f, l, &replace);
+    insert_before(f, parent, l, &before);
+    let region = region_mut(f, parent);
+    let pos = region.insts.iter().position(|&i| i == l).map_or(region.insts.len(), |p| p + 1);
+    region.insts.splice(pos..pos, after);
+}
+
+/// The scratch buffer that loop `l` keeps the loaded row `x` in for later loops
+/// (`scratch_store s[iv], x` is its only access to `s`): the row is converted into it
+/// directly. The store stays — it writes `other` where the mask is off, as before — and
+/// once `bounds` has made the steady state unmasked, it stores what `s` holds already and
+/// `dce` removes it.
+fn kept_in(f: &Function, l: Inst, x: Value) -> Option<u32> {
+    let body = &f.insts[l].regions[0];
+    let iv = body.args[0];
+    let mut found = None;
+    for &j in &body.insts {
+        let d = &f.insts[j];
+        if let Opcode::ScratchStore(s) = d.opcode
+            && d.args[..] == [iv, x]
+        {
+            found = Some(s);
+        }
+    }
+    let s = found?;
+    let buf = f.scratch[s as usize];
+    let ok = buf.dtype == f.ty(x).dtype() && buf.len as i64 >= int_of(f, f.insts[l].args[1])?;
+    let others = body.insts.iter().filter(|&&j| match f.insts[j].opcode {
+        Opcode::ScratchStore(t) | Opcode::ScratchLoad(t) => t == s,
+        _ => false,
+    });
+    (ok && others.count() == 1).then_some(s)
+}
+
+/// Replaces instruction `at` of loop `l`'s body by `new`.
+fn splice(f: &mut Function, l: Inst, at: Inst, new: &[Inst]) {
+    let insts = &mut f.insts[l].regions[0].insts;
+    if let Some(pos) = insts.iter().position(|&i| i == at) {
+        insts.splice(pos..=pos, new.iter().copied());
+    }
+}
+
+/// Replaces the uses in loop `l`'s body of the keys of `map` by their values.
+fn replace_in(f: &mut Function, l: Inst, map: &HashMap<Value, Value>) {
+    let insts = f.insts[l].regions[0].insts.clone();
+    for i in insts {
+        for a in &mut f.insts[i].args {
+            if let Some(&to) = map.get(a) {
+                *a = to;
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Half rows converted whole (`row_load`/`row_store`): which accesses move, and the same
+//! results as the block IR — tile conversions and row conversions alike — for every `N`
+//! around tile and extent boundaries, outputs poisoned with NaN.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::DType;
+
+fn ns(block: i64) -> Vec<i64> {
+    let mut v = vec![-3, 0, 1, 3, 4, 5, 9, block - 5, block - 1, block, block + 2];
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn half_buffer(d: DType, seed: u64, n: usize) -> Buffer {
+    Buffer::from_f64_values(d, &data(seed, n))
+}
+
+fn poison(d: DType, n: usize) -> Buffer {
+    Buffer::from_f64_values(d, &vec![f64::NAN; n])
+}
+
+/// Runs `src`'s kernel `k(X, Y, N, BLOCK)` over `n` in `ns(block)` against the block IR
+/// (`X` of `d`, `Y` of `out`).
+fn check(src: &str, sig: &str, [d, out]: [DType; 2], block: i64, len: usize) {
+    for n in ns(block) {
+        let f = bir(src, "k", sig);
+        let bufs = [half_buffer(d, 5, len), poison(out, len)];
+        differential(
+            &f,
+            [1, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(block)],
+            &bufs,
+            &[1, 4, 8],
+        );
+    }
+}
+
+const SCALE: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.).to(tl.float32)
+    tl.store(Y + i, x * 2. + 1., mask=i < N)
+"#;
+
+/// fp16: the masked load becomes a `row_load` of the enabled elements and a select of
+/// scratch; the store of `cast(y)` stores `y` into fp32 scratch, then one `row_store`.
+#[test]
+fn fp16_loads_and_stores_convert_whole_rows() {
+    let text = lir_text(SCALE, "k", "*fp16,*fp16,i32,32");
+    insta::assert_snapshot!(text);
+    assert!(text.contains("row_load") && text.contains("row_store"));
+    check(SCALE, "*fp16,*fp16,i32,32", [DType::F16; 2], 32, 32);
+}
+
+/// bf16 widens in two instructions per tile, cheaper than a pass through scratch: only
+/// the store (eleven instructions per four lanes to round) converts the row.
+#[test]
+fn bf16_stores_convert_whole_rows_and_loads_stay_tiles() {
+    let text = lir_text(SCALE, "k", "*bf16,*bf16,i32,32");
+    insta::assert_snapshot!(text);
+    assert!(!text.contains("row_load") && text.contains("row_store"));
+    check(SCALE, "*bf16,*bf16,i32,32", [DType::BF16; 2], 32, 32);
+}
+
+const SHIFTED: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + 3 + i, mask=i < N, other=-1.5)
+    tl.store(Y + i + 1, x - 0.25, mask=i < N)
+"#;
+
+/// Rows starting at an offset (`iv + t`), and an `other` that is not zero.
+#[test]
+fn rows_at_an_offset_and_their_other() {
+    let text = lir_text(SHIFTED, "k", "*fp16,*fp16,i32,16");
+    insta::assert_snapshot!(text);
+    check(SHIFTED, "*fp16,*fp16,i32,16", [DType::F16; 2], 16, 24);
+}
+
+const NORM: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    d = tl.where(i < N, x - mean, 0.)
+    var = tl.sum(d * d, axis=0) / N
+    tl.store(Y + i, d / tl.sqrt(var + 1e-5), mask=i < N)
+"#;
+
+/// A row kept in scratch for later loops is converted straight into that scratch: the
+/// first loop's copy of it disappears from the steady state. (The output is fp32: the
+/// sums associate differently in tiles, and fp16 output would round some of those
+/// differences to a whole ulp.)
+#[test]
+fn a_row_kept_for_later_loops_is_converted_into_its_scratch() {
+    let text = lir_text(NORM, "k", "*fp16,*fp32,i32,64");
+    insta::assert_snapshot!(text);
+    assert_eq!(text.matches("row_load s0").count(), 1, "{text}");
+    check(NORM, "*fp16,*fp32,i32,64", [DType::F16, DType::F32], 64, 64);
+}
+
+const IN_PLACE: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.)
+    tl.store(X + i, x * 3., mask=i < N)
+    tl.store(Y + i, x, mask=(i < N) & (i % 3 == 0))
+"#;
+
+/// What cannot move stays: a load and a store of the same argument in one loop, and a
+/// store whose mask is not the loop's bound.
+#[test]
+fn in_place_rows_and_other_masks_stay_tiles() {
+    let text = lir_text(IN_PLACE, "k", "*fp16,*fp16,i32,16");
+    insta::assert_snapshot!(text);
+    assert!(!text.contains("row_"), "{text}");
+    check(IN_PLACE, "*fp16,*fp16,i32,16", [DType::F16; 2], 16, 16);
+}
+
+const UNMASKED: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(Y + i, tl.load(X + i) + N)
+"#;
+
+/// No mask: the row is the whole extent.
+#[test]
+fn unmasked_rows_are_the_whole_block() {
+    let text = lir_text(UNMASKED, "k", "*fp16,*fp16,i32,8");
+    insta::assert_snapshot!(text);
+    assert!(text.contains("row_load s0[0..%") && text.contains("row_store"), "{text}");
+    let f = bir(UNMASKED, "k", "*fp16,*fp16,i32,8");
+    let bufs = [half_buffer(DType::F16, 9, 8), poison(DType::F16, 8)];
+    differential(&f, [1, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(2), ArgValue::Int(8)], &bufs, &[1, 4, 8]);
+}
