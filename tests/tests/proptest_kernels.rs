@@ -5,7 +5,8 @@
 //! input seed: 1-D blocks (`BLOCK` 1..64) or 2-D blocks (`[BR, BC]`, the contiguous axis
 //! last, columns tiled over a second grid axis or not), offsets `pid * BLOCK + arange`, masks
 //! `offs < N` with `N` a runtime size that is not a multiple of the block, masked loads with
-//! and without `other=`, expression trees of depth at most 4 over fp32 and i32 values
+//! and without `other=`, float buffers stored as fp32, fp16 or bf16 (loaded with
+//! `.to(tl.float32)`, stored rounded), expression trees of depth at most 4 over fp32 and i32 values
 //! (arithmetic, `tl.maximum`/`minimum`, `tl.where` on comparisons and masks, math functions,
 //! casts, bit operations, integer division), `tl.sum`/`max`/`min` along either axis (with
 //! `keep_dims`, masked with the neutral element or not), reduced values broadcast back with
@@ -234,6 +235,47 @@ struct Gen<'a> {
     trips: Option<i32>,
     /// Full-block input buffers: (pointer name, dtype, magnitude).
     full_inputs: Vec<(String, Dt, f64)>,
+    /// How float buffers are stored: `fp32`, or `fp16`/`bf16` (loaded with
+    /// `.to(tl.float32)`, stores rounding), which takes the tiler's row conversions.
+    storage: Storage,
+    /// The buffers stored in a half dtype.
+    half_ptrs: Vec<String>,
+}
+
+/// The storage dtype of the float buffers of a kernel.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Storage {
+    F32,
+    F16,
+    BF16,
+}
+
+impl Storage {
+    fn ptr(self) -> &'static str {
+        match self {
+            Storage::F32 => "*fp32",
+            Storage::F16 => "*fp16",
+            Storage::BF16 => "*bf16",
+        }
+    }
+
+    /// Unit roundoff of the dtype.
+    fn u(self) -> f64 {
+        match self {
+            Storage::F32 => U,
+            Storage::F16 => 1.0 / 2048.0,
+            Storage::BF16 => 1.0 / 256.0,
+        }
+    }
+
+    /// `n` values rounded to the dtype.
+    fn data(self, v: &[f32]) -> A {
+        match self {
+            Storage::F32 => A::from(v.to_vec()),
+            Storage::F16 => A::from(v.iter().map(|&x| half::f16::from_f32(x)).collect::<Vec<_>>()),
+            Storage::BF16 => A::from(v.iter().map(|&x| half::bf16::from_f32(x)).collect::<Vec<_>>()),
+        }
+    }
 }
 
 impl Gen<'_> {
@@ -303,27 +345,40 @@ impl Gen<'_> {
         let (arg, mag) = match dt {
             Dt::F32 => {
                 let (v, m) = self.f32_data(n);
-                (A::from(v), m)
+                (self.storage.data(&v), m)
             }
             Dt::I32 => {
                 let (v, m) = self.i32_data(n);
                 (A::from(v), m)
             }
         };
-        self.ins.push(Param { name: name.clone(), sig: dt.ptr().into(), arg });
+        let sig = if dt == Dt::F32 { self.storage.ptr() } else { dt.ptr() };
+        if sig != dt.ptr() {
+            self.half_ptrs.push(name.clone());
+        }
+        self.ins.push(Param { name: name.clone(), sig: sig.into(), arg });
         (name, mag)
+    }
+
+    /// `tl.load(args)` through pointer `p`, widened to fp32 when `p` holds a half dtype.
+    fn load(&self, p: &str, args: &str) -> String {
+        let widen = if self.half_ptrs.iter().any(|h| h == p) { ".to(tl.float32)" } else { "" };
+        format!("tl.load({args}){widen}")
     }
 
     /// An output buffer of `n` poisoned elements, compared as the value's exactness says.
     fn output(&mut self, v: &Node, n: usize) -> String {
         let name = format!("Out{}", self.outs.len());
-        let arg = match v.dt {
-            Dt::F32 => A::from(vec![f32::NAN; n]),
-            Dt::I32 => A::from(vec![POISON_I32; n]),
+        let (arg, sig) = match v.dt {
+            Dt::F32 => (self.storage.data(&vec![f32::NAN; n]), self.storage.ptr()),
+            Dt::I32 => (A::from(vec![POISON_I32; n]), v.dt.ptr()),
         };
-        let check = if v.exact { Check::Exact } else { Check::Close { atol: 2.0 * v.err, rtol: 1e-6 } };
+        // Rounding to the stored dtype moves two values `err` apart at most one unit in
+        // its last place further apart.
+        let rtol = if v.dt == Dt::F32 { 1e-6f64.max(2.0 * self.storage.u()) } else { 1e-6 };
+        let check = if v.exact { Check::Exact } else { Check::Close { atol: 2.0 * v.err, rtol } };
         self.checks.push((self.outs.len(), check));
-        self.outs.push(Param { name: name.clone(), sig: v.dt.ptr().into(), arg });
+        self.outs.push(Param { name: name.clone(), sig: sig.into(), arg });
         name
     }
 
@@ -718,7 +773,8 @@ impl Gen<'_> {
         let mask = self.mask();
         let (other, om) = self.other(dt);
         let name = self.name("l");
-        self.line(4, &format!("{name} = tl.load({p} + offs, mask={mask}{other})"));
+        let load = self.load(&p, &format!("{p} + offs, mask={mask}{other}"));
+        self.line(4, &format!("{name} = {load}"));
         self.env.push(Node::new(name, dt, self.full(), mag.max(om)));
     }
 
@@ -866,7 +922,8 @@ impl Gen<'_> {
             let (other, om) = self.other(dt);
             let stride = if self.two_d { "M * N" } else { "N" };
             let xl = self.name("xl");
-            self.line(8, &format!("{xl} = tl.load({xk} + {k} * {stride} + offs, mask=mask{other})"));
+            let load = self.load(&xk, &format!("{xk} + {k} * {stride} + offs, mask=mask{other}"));
+            self.line(8, &format!("{xl} = {load}"));
             self.env.push(Node::new(xl, dt, full, mag.max(om)));
         }
         let e = self.expr(3, dt, sh, false);
@@ -993,7 +1050,13 @@ fn build(bytes: &[u8], seed: u64) -> Kernel {
         bc: 1,
         trips: None,
         full_inputs: Vec::new(),
+        storage: Storage::F32,
+        half_ptrs: Vec::new(),
     };
+    // From the seed, not the decision bytes (shrinking keeps the storage), in a stream of
+    // its own (the data of a seed stays what it was before storage was chosen).
+    let pick = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5701_a6e5).random_range(0..4);
+    g.storage = [Storage::F32, Storage::F32, Storage::F16, Storage::BF16][pick];
     g.two_d = g.pick(2) == 1;
     let extra = usize::from(g.pick(4) == 3);
     let mut constexprs = Vec::new();
@@ -1051,7 +1114,8 @@ fn build(bytes: &[u8], seed: u64) -> Kernel {
             g.full_inputs.push((p.clone(), dt, mag));
             let (other, om) = g.other(dt);
             let v = p.to_lowercase();
-            g.line(4, &format!("{v} = tl.load({p} + offs, mask=mask{other})"));
+            let load = g.load(&p, &format!("{p} + offs, mask=mask{other}"));
+            g.line(4, &format!("{v} = {load}"));
             g.env.push(Node::new(v, dt, full, mag.max(om)));
         }
     }
@@ -1060,7 +1124,8 @@ fn build(bytes: &[u8], seed: u64) -> Kernel {
             let (p, mag) = g.input("W", Dt::F32, g.n);
             let (other, om) = g.other(Dt::F32);
             let v = p.to_lowercase();
-            g.line(4, &format!("{v} = tl.load({p} + cols, mask=cmask{other})"));
+            let load = g.load(&p, &format!("{p} + cols, mask=cmask{other}"));
+            g.line(4, &format!("{v} = {load}"));
             g.env.push(Node::new(format!("{v}[None, :]"), Dt::F32, Sh::Row, mag.max(om)));
         }
         if g.pick(2) == 1 {
@@ -1068,7 +1133,8 @@ fn build(bytes: &[u8], seed: u64) -> Kernel {
             let (p, mag) = g.input("C", dt, g.m);
             let (other, om) = g.other(dt);
             let v = p.to_lowercase();
-            g.line(4, &format!("{v} = tl.load({p} + rows, mask=rmask{other})"));
+            let load = g.load(&p, &format!("{p} + rows, mask=rmask{other}"));
+            g.line(4, &format!("{v} = {load}"));
             g.env.push(Node::new(format!("{v}[:, None]"), dt, Sh::Col, mag.max(om)));
         }
     }
@@ -1077,7 +1143,8 @@ fn build(bytes: &[u8], seed: u64) -> Kernel {
         let (p, mag) = g.input("S", Dt::F32, g.programs);
         let idx = if g.two_d { "pid0 * tl.num_programs(1) + pid1" } else { "pid" };
         let v = p.to_lowercase();
-        g.line(4, &format!("{v} = tl.load({p} + {idx})"));
+        let load = g.load(&p, &format!("{p} + {idx}"));
+        g.line(4, &format!("{v} = {load}"));
         g.env.push(Node::new(v, Dt::F32, Sh::S, mag));
     }
     // Scalar parameters.
@@ -1237,14 +1304,28 @@ fn the_generator_covers_the_language() {
     let strategy = kernels();
     let mut text = String::new();
     let (mut two_d, mut tiled, mut approx) = (0, 0, 0);
+    let (mut f16, mut bf16, mut rows) = (0, 0, [0, 0]);
+    let jit = lnc::Jit::new();
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], ..Default::default() };
     for _ in 0..400 {
         let k = strategy.new_tree(&mut runner).expect("a kernel").current();
         two_d += usize::from(k.source.contains("BR: tl.constexpr"));
         tiled += usize::from(k.source.contains("cols = pid1 * BC"));
         approx += usize::from(k.checks.iter().any(|c| matches!(c.1, Check::Close { .. })));
+        f16 += usize::from(k.sig.contains("*fp16"));
+        bf16 += usize::from(k.sig.contains("*bf16"));
+        if k.sig.contains("*fp16") {
+            // Half kernels take the whole-row conversions of the tiler.
+            let module = jit.module("kernel.py", &k.source).expect("a generated kernel parses");
+            let lir =
+                module.dump("kernel", &k.sig, &req).expect("a generated kernel compiles").remove(0).text;
+            rows[0] += usize::from(lir.contains("row_load"));
+            rows[1] += usize::from(lir.contains("row_store"));
+        }
         text.push_str(&k.source);
     }
     assert!(two_d > 100 && tiled > 30 && approx > 30, "2-D {two_d}, tiled {tiled}, approximate {approx}");
+    assert!(f16 > 60 && bf16 > 60 && rows[0] > 30 && rows[1] > 30, "fp16 {f16}, bf16 {bf16}, rows {rows:?}");
     for construct in [
         "tl.sum(",
         "tl.max(",

@@ -28,9 +28,10 @@
 //!   absent: the enabled elements are then the first `nb`, exactly the helper's range;
 //! - a load moves before the loop only when the loop stores nothing into the same
 //!   argument; a store moves after it only when the loop accesses that argument nowhere
-//!   else (arguments do not overlap);
-//! - a masked store is rewritten only when the predicate keeps another use in the loop, so
-//!   that `bounds` still splits the loop and no tile past `n` runs for nothing.
+//!   else (arguments do not overlap).
+//!
+//! A store's mask may have been the predicate's only use: `bounds`, which runs next, finds
+//! the comparison itself (dead code is removed after it), so the loop is still split.
 
 use std::collections::HashMap;
 
@@ -56,6 +57,8 @@ struct Moved {
     /// The memory offset of the row's first element: `t` of `iv + t`, none for `iv`.
     start: Option<Value>,
     masked: bool,
+    /// `c` of a mask `P & splat(c)`: the row is enabled only when `c` holds.
+    guard: Option<Value>,
 }
 
 fn is_half(d: DType) -> bool {
@@ -102,11 +105,6 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
             _ => {}
         }
     }
-    // Uses of the predicate other than store masks: whether `bounds` still sees it.
-    let predicate_kept = body.insts.iter().any(|&j| {
-        let dj = &f.insts[j];
-        !matches!(dj.opcode, Opcode::Store { .. }) && dj.args.iter().any(|a| pset.contains(a))
-    });
     // `iv`, or `iv` widened (exact: `0 <= iv < extent`).
     let is_iv = |v: Value| {
         v == iv
@@ -133,7 +131,29 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
         } else {
             return None;
         };
-        (!inside.contains(&t)).then_some(Some(t))
+        invariant(f, t, &inside, DEPTH).then_some(Some(t))
+    };
+    // The mask of an access: the predicate `P`, or `P & splat(c)` with `c` invariant;
+    // `Some(guard)` when acceptable.
+    let mask_of = |m: Value| -> Option<Option<Value>> {
+        if pset.contains(&m) {
+            return Some(None);
+        }
+        let md = &f.insts[def(f, m)?];
+        if md.opcode != Opcode::Binary(lnc_lir::BinOp::And) {
+            return None;
+        }
+        let (a, b) = (md.args[0], md.args[1]);
+        let other = if pset.contains(&a) {
+            b
+        } else if pset.contains(&b) {
+            a
+        } else {
+            return None;
+        };
+        let sd = &f.insts[def(f, other)?];
+        let c = sd.args.first().copied().filter(|_| sd.opcode == Opcode::Splat)?;
+        invariant(f, c, &inside, DEPTH).then_some(Some(c))
     };
     let mut loads = Vec::new();
     let mut stores = Vec::new();
@@ -144,11 +164,11 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
                 let ty = f.ty(dj.results[0]);
                 let arg = f.sites[site as usize].arg;
                 let ok = ty == Ty::Tile(DType::F16, step as u8)
-                    && !inside.contains(&dj.args[0])
-                    && (!has_mask || pset.contains(&dj.args[2]))
+                    && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg].1 == 0;
-                if let (true, Some(start)) = (ok, start_of(dj.args[1])) {
-                    loads.push(Moved { inst: j, start, masked: has_mask });
+                let guard = if has_mask { mask_of(dj.args[2]) } else { Some(None) };
+                if let (true, Some(start), Some(guard)) = (ok, start_of(dj.args[1]), guard) {
+                    loads.push(Moved { inst: j, start, masked: has_mask, guard });
                 }
             }
             Opcode::Store { addr: Addressing::Contiguous, has_mask, site } => {
@@ -156,11 +176,11 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
                 let arg = f.sites[site as usize].arg;
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
-                    && !inside.contains(&dj.args[0])
-                    && (!has_mask || (pset.contains(&dj.args[3]) && predicate_kept))
+                    && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg] == (0, 1);
-                if let (true, Some(start)) = (ok, start_of(dj.args[1])) {
-                    stores.push(Moved { inst: j, start, masked: has_mask });
+                let guard = if has_mask { mask_of(dj.args[3]) } else { Some(None) };
+                if let (true, Some(start), Some(guard)) = (ok, start_of(dj.args[1]), guard) {
+                    stores.push(Moved { inst: j, start, masked: has_mask, guard });
                 }
             }
             _ => {}
@@ -182,7 +202,27 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
         _ => konst(f, DType::I32, Const::Int(extent)),
     };
     let full = konst(f, DType::I32, Const::Int(extent));
+    let zero = konst(f, DType::I32, Const::Int(0));
     let iv_zero = konst(f, f.ty(iv).dtype(), Const::Int(0));
+    let inside = defined_inside(f, l);
+    let mut hoisted = HashMap::new();
+    // The row's pointer, first offset and count, computed before the loop.
+    let mut operands = |f: &mut Function, m: &Moved, ptr: Value, before: &mut Vec<Inst>| -> [Value; 3] {
+        let mut h = |f: &mut Function, v| hoist(f, v, &inside, &mut hoisted, before, span);
+        let ptr = h(f, ptr);
+        let start = m.start.map_or(iv_zero, |t| h(f, t));
+        let count = match (m.masked, m.guard) {
+            (false, _) => full,
+            (true, None) => nb,
+            (true, Some(c)) => {
+                let c = h(f, c);
+                let i = f.create_inst(Opcode::Select, vec![c, nb, zero], &[Ty::Scalar(DType::I32)], span);
+                before.push(i);
+                f.insts[i].results[0]
+            }
+        };
+        [ptr, start, count]
+    };
     let mut replace = HashMap::new();
     for m in &loads {
         let dj = f.insts[m.inst].clone();
@@ -192,14 +232,8 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
             Some(s) => s,
             None => f.add_scratch(ty.dtype(), extent as u32),
         };
-        let start = m.start.unwrap_or(iv_zero);
-        let count = if m.masked { nb } else { full };
-        let row = f.create_inst(
-            Opcode::RowLoad { slot, site },
-            vec![dj.args[0], start, count],
-            &[],
-            f.spans[m.inst],
-        );
+        let args = operands(f, m, dj.args[0], &mut before);
+        let row = f.create_inst(Opcode::RowLoad { slot, site }, args.to_vec(), &[], f.spans[m.inst]);
         before.push(row);
         let mut new = Vec::new();
         let span = f.spans[m.inst];
@@ -242,15 +276,59 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
         let span = f.spans[m.inst];
         let st = f.create_inst(Opcode::ScratchStore(slot), vec![iv, value], &[], span);
         splice(f, l, m.inst, &[st]);
-        let start = m.start.unwrap_or(iv_zero);
-        let count = if m.masked { nb } else { full };
-        after.push(f.create_inst(Opcode::RowStore { slot, site }, vec![dj.args[0], start, count], &[], span));
+        let args = operands(f, m, dj.args[0], &mut before);
+        after.push(f.create_inst(Opcode::RowStore { slot, site }, args.to_vec(), &[], span));
     }
     replace_in(f, l, &replace);
     insert_before(f, parent, l, &before);
     let region = region_mut(f, parent);
     let pos = region.insts.iter().position(|&i| i == l).map_or(region.insts.len(), |p| p + 1);
     region.insts.splice(pos..pos, after);
+}
+
+/// How deep [`invariant`] looks through definitions (a row's offset is a few products and
+/// sums of the outer loops' indices).
+const DEPTH: u32 = 6;
+
+/// Whether `v` can be computed before the loop whose values are `inside`: defined outside,
+/// or by pure scalar instructions of the body (not scratch reads) from such values.
+fn invariant(f: &Function, v: Value, inside: &std::collections::HashSet<Value>, depth: u32) -> bool {
+    if !inside.contains(&v) {
+        return true;
+    }
+    let Some(i) = def(f, v) else { return false };
+    let d = &f.insts[i];
+    depth > 0
+        && d.opcode.is_pure()
+        && !matches!(d.opcode, Opcode::ScratchLoad(_))
+        && !f.ty(v).is_tile()
+        && d.args.iter().all(|&a| invariant(f, a, inside, depth - 1))
+}
+
+/// `v` (an [`invariant`] value) before the loop: itself, or a copy of its computation
+/// appended to `before` (each instruction copied once, recorded in `map`).
+fn hoist(
+    f: &mut Function,
+    v: Value,
+    inside: &std::collections::HashSet<Value>,
+    map: &mut HashMap<Value, Value>,
+    before: &mut Vec<Inst>,
+    span: lnc_diag::Span,
+) -> Value {
+    if !inside.contains(&v) {
+        return v;
+    }
+    if let Some(&h) = map.get(&v) {
+        return h;
+    }
+    let Some(i) = def(f, v) else { return v };
+    let d = f.insts[i].clone();
+    let args = d.args.iter().map(|&a| hoist(f, a, inside, map, before, span)).collect();
+    let j = f.create_inst(d.opcode, args, &[f.ty(v)], span);
+    before.push(j);
+    let h = f.insts[j].results[0];
+    map.insert(v, h);
+    h
 }
 
 /// The scratch buffer that loop `l` keeps the loaded row `x` in for later loops

@@ -142,3 +142,35 @@ fn unmasked_rows_are_the_whole_block() {
     let bufs = [half_buffer(DType::F16, 9, 8), poison(DType::F16, 8)];
     differential(&f, [1, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(2), ArgValue::Int(8)], &bufs, &[1, 4, 8]);
 }
+
+const TWO_D: &str = r#"
+@triton.jit
+def k(X, Y, M, N, BR: tl.constexpr, BC: tl.constexpr):
+    rows = tl.program_id(0) * BR + tl.arange(0, BR)
+    cols = tl.arange(0, BC)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(X + offs, mask=mask, other=0.5).to(tl.float32)
+    tl.store(Y + offs, x * 2. - 1., mask=mask)
+"#;
+
+/// 2-D blocks: each row of the block is a row conversion, its offset (computed from the
+/// outer loop's index inside the tile loop) moved before the tile loop, and the row mask
+/// (`rows < M`, a splat in the tile loop) guarding the count.
+#[test]
+fn two_d_blocks_convert_each_row() {
+    let sig = "*fp16,*fp16,i32,i32,4,16";
+    let text = lir_text(TWO_D, "k", sig);
+    insta::assert_snapshot!(text);
+    assert!(text.contains("row_load") && text.contains("row_store"), "{text}");
+    for m in [-1, 0, 3, 4, 6] {
+        for n in [-2, 0, 1, 5, 15, 16] {
+            let f = bir(TWO_D, "k", sig);
+            let len = 8 * 16;
+            let bufs = [half_buffer(DType::F16, 11, len), poison(DType::F16, len)];
+            let args =
+                [ptr(0), ptr(1), ArgValue::Int(m), ArgValue::Int(n), ArgValue::Int(4), ArgValue::Int(16)];
+            differential(&f, [2, 1, 1], &args, &bufs, &[1, 4, 8]);
+        }
+    }
+}
