@@ -427,12 +427,21 @@ struct HalfRow {
     f32: Times,
     f16: Times,
     bf16: Times,
+    /// The same kernels converting tile by tile (`CompileOptions::half_rows = false`).
+    f16_tiles: Times,
+    bf16_tiles: Times,
 }
 
 /// The fp16/bf16 forward at row length `n`: each checked once against the fp32 Rust
 /// baseline (to the rounding of its inputs and output), then lnc at fp32, fp16 and bf16
 /// timed interleaved.
-fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize) -> Result<HalfRow> {
+fn half_forward(
+    ctx: &Ctx<'_>,
+    tiles: &Module,
+    buf: &mut Buffers,
+    hb: &mut HalfBuffers,
+    n: usize,
+) -> Result<HalfRow> {
     let mn = M * n;
     let x = &buf.x[..mn];
     let (y_lnc, y_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
@@ -450,6 +459,8 @@ fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize
     let (k32, _) = kernel(ctx, FWD, &fwd_signature(n))?;
     let (k16, _) = kernel(ctx, FWD, &half_fwd_signature("fp16", n))?;
     let (kb, _) = kernel(ctx, FWD, &half_fwd_signature("bf16", n))?;
+    let k16t = tiles.kernel(FWD, &half_fwd_signature("fp16", n)).map_err(|e| e.to_string())?;
+    let kbt = tiles.kernel(FWD, &half_fwd_signature("bf16", n)).map_err(|e| e.to_string())?;
     let (x16, xb) = (&hb.x16[..mn], &hb.xb[..mn]);
     let (y16, yb) = (&mut hb.y16[..mn], &mut hb.yb[..mn]);
 
@@ -467,6 +478,7 @@ fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize
     check("y (bf16)", n, &got, y_rust, 1.5e-1, 3e-2)?;
 
     let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut t16t, mut tbt) = (Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS];
         ctx.cool();
@@ -483,28 +495,49 @@ fn half_forward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize
         let t = Instant::now();
         launch(&kb, M as u32, &args, ctx.unchecked)?;
         let g = t.elapsed().as_secs_f64();
+        let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        ctx.cool();
+        let t = Instant::now();
+        launch(&k16t, M as u32, &args, ctx.unchecked)?;
+        let ht = t.elapsed().as_secs_f64();
+        let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
+        ctx.cool();
+        let t = Instant::now();
+        launch(&kbt, M as u32, &args, ctx.unchecked)?;
+        let gt = t.elapsed().as_secs_f64();
         if rep >= ctx.warmup {
             t32.push(a);
             t16.push(h);
             tb.push(g);
+            t16t.push(ht);
+            tbt.push(gt);
         }
     }
-    Ok(HalfRow { n, f32: Times::of(t32), f16: Times::of(t16), bf16: Times::of(tb) })
+    Ok(HalfRow {
+        n,
+        f32: Times::of(t32),
+        f16: Times::of(t16),
+        bf16: Times::of(tb),
+        f16_tiles: Times::of(t16t),
+        bf16_tiles: Times::of(tbt),
+    })
 }
 
 fn print_half_table(title: &str, rows: &[HalfRow]) {
     println!("\n{title}");
     println!(
-        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9}",
-        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32"
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9} | {:>10} | {:>10}",
+        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32", "fp16 tiles", "bf16 tiles"
     );
     for r in rows {
         let elems = (M * r.n) as f64;
         let (a, ab) = r.f32.gbps(2.0 * elems * 4.0);
         let (h, hb) = r.f16.gbps(2.0 * elems * 2.0);
         let (g, gb) = r.bf16.gbps(2.0 * elems * 2.0);
+        let (ht, _) = r.f16_tiles.gbps(2.0 * elems * 2.0);
+        let (gt, _) = r.bf16_tiles.gbps(2.0 * elems * 2.0);
         println!(
-            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x",
+            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x | {:>9.2}x | {:>9.2}x",
             r.n,
             a,
             ab,
@@ -513,7 +546,9 @@ fn print_half_table(title: &str, rows: &[HalfRow]) {
             g,
             gb,
             h / a,
-            g / a
+            g / a,
+            ht / a,
+            gt / a
         );
     }
 }
@@ -811,7 +846,15 @@ fn run(opts: Opts) -> Result<()> {
                 flush: flush.as_ref(),
                 copies: &[],
             };
-            sizes.iter().map(|&n| half_forward(&ctx, &mut buf, &mut hb, n)).collect::<Result<Vec<_>>>()
+            // The same kernels converting tile by tile, for the gain of whole-row conversions.
+            let opts = lnc::CompileOptions { half_rows: false, ..Default::default() };
+            let tiles = Jit::with_options(opts)
+                .module(path.display().to_string(), source.clone())
+                .map_err(|e| e.to_string())?;
+            sizes
+                .iter()
+                .map(|&n| half_forward(&ctx, &tiles, &mut buf, &mut hb, n))
+                .collect::<Result<Vec<_>>>()
         })?;
         print_half_table(
             &format!(
