@@ -611,11 +611,14 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             memory::codegen_scratch_store(fx, slot, data.args[0], data.args[1])?;
             return Ok(());
         }
-        Opcode::RowLoad { slot, site } | Opcode::RowStore { slot, site } => {
+        Opcode::RowLoad { slot, site, .. } | Opcode::RowStore { slot, site } => {
             nargs(3)?;
-            let load = matches!(data.opcode, Opcode::RowLoad { .. });
+            let (load, once) = match data.opcode {
+                Opcode::RowLoad { once, .. } => (true, once),
+                _ => (false, None),
+            };
             let [ptr, offset, count] = [data.args[0], data.args[1], data.args[2]];
-            return half::codegen_row(fx, load, (slot, site), [ptr, offset, count]);
+            return half::codegen_row(fx, (load, once), (slot, site), [ptr, offset, count]);
         }
         Opcode::ReduceLanes(op) => {
             nargs(1)?;

@@ -626,10 +626,25 @@ pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Res
 /// safe launch, one range check of the whole row first.
 pub(crate) fn codegen_row(
     fx: &mut FunctionCx,
-    load: bool,
+    (load, once): (bool, Option<u8>),
     (slot, site): (u32, u32),
     [ptr, offset, count]: [lir::Value; 3],
 ) -> Result<(), CodegenError> {
+    // `once`: the conversion runs in the worker's first program of the launch only.
+    let skip = match once {
+        Some(k) => {
+            let area = fx.load_abi(types::I64, fx.abi[3], lnc_runtime::abi::ctx_offsets::SCRATCH);
+            let flag = fx.bcx.ins().load(types::I32, data_flags(), area, 4 * k as i32);
+            let convert = fx.bcx.create_block();
+            let done = fx.bcx.create_block();
+            fx.bcx.ins().brif(flag, done, &[], convert, &[]);
+            fx.bcx.switch_to_block(convert);
+            let one = fx.bcx.ins().iconst(types::I32, 1);
+            fx.bcx.ins().store(data_flags(), one, area, 4 * k as i32);
+            Some(done)
+        }
+        None => None,
+    };
     let Ty::Ptr(d) = fx.f.ty(ptr) else {
         return Err(CodegenError::InvalidIr(format!("{ptr} converts a row but is not a pointer")));
     };
@@ -665,5 +680,9 @@ pub(crate) fn codegen_row(
     }
     let args = if load { [first, scratch, n] } else { [scratch, first, n] };
     fx.call_helper(name, &[types::I64; 3], &[], &args)?;
+    if let Some(done) = skip {
+        fx.bcx.ins().jump(done, &[]);
+        fx.bcx.switch_to_block(done);
+    }
     Ok(())
 }

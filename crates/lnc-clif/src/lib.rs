@@ -241,3 +241,6 @@ pub fn asm_text(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<String, 
     let k = compile(f, &CodegenOptions { emit_text: true, ..*opts })?;
     Ok(k.text.as_ref().map(|t| t.asm.clone()).unwrap_or_default())
 }
+
+// The flags of `row_load.once` live in the scratch bytes the runtime zeroes.
+const _: () = assert!(lnc_lir::SCRATCH_FLAG_BYTES as usize == lnc_runtime::abi::ZEROED_SCRATCH_BYTES);

@@ -36,7 +36,7 @@ fn widen_kernel(d: DType) -> Function {
     let (sx, sy) = (b.site(0), b.site(1));
     let s = b.f.add_scratch(d, ROW as u32);
     let (count, start) = this_row(&mut b, n);
-    b.inst(Opcode::RowLoad { slot: s, site: sx }, &[x, start, count], &[]);
+    b.inst(Opcode::RowLoad { slot: s, site: sx, once: None }, &[x, start, count], &[]);
     let (zero, one) = (b.i32(0), b.i32(1));
     b.for_(zero, count, one, &[], |b, i, _| {
         let v = b.val(Opcode::ScratchLoad(s), &[i], Ty::Scalar(d));
@@ -219,6 +219,65 @@ fn a_row_past_the_end_faults_at_the_first_element_outside() {
             let (mut x, mut y) = (Vec::<f32>::new(), Vec::<u16>::new());
             run(&k, [1, 1, 1], &[slot(&mut x), slot(&mut y), scalar(pack_int(n))], None)
                 .unwrap_or_else(|e| panic!("{d}, n = {n}: {e}"));
+        }
+    }
+}
+
+/// `row_load.once(3)` of the same row `W[0..n]` in every program, each program copying it
+/// to its row of `Y: *fp32` (slots: W, Y, n).
+fn broadcast_kernel(d: DType) -> Function {
+    let mut b = B::new("broadcast");
+    let w = b.ptr(0, d);
+    let y = b.ptr(1, DType::F32);
+    let n = b.arg(2, Ty::Scalar(DType::I32));
+    let (sw, sy) = (b.site(0), b.site(1));
+    // After the flag bytes the runtime zeroes, as the tiler places buffers.
+    let _flags = b.f.add_scratch(DType::I32, 16);
+    let s = b.f.add_scratch(d, ROW as u32);
+    let zero = b.i32(0);
+    let row = b.i32(ROW);
+    let count = b.bin(BinOp::Min, n, row);
+    let count = b.bin(BinOp::Max, count, zero);
+    b.inst(Opcode::RowLoad { slot: s, site: sw, once: Some(3) }, &[w, zero, count], &[]);
+    let pid = b.val(Opcode::ProgramId(0), &[], Ty::Scalar(DType::I32));
+    let base = b.bin(BinOp::Mul, pid, count);
+    let one = b.i32(1);
+    b.for_(zero, count, one, &[], |b, i, _| {
+        let v = b.val(Opcode::ScratchLoad(s), &[i], Ty::Scalar(d));
+        let v = b.cast(v, DType::F32);
+        let at = b.bin(BinOp::Add, base, i);
+        b.store(Addressing::Scalar, y, at, v, None, sy);
+        vec![]
+    });
+    b.finish()
+}
+
+/// A row converted once per launch and worker: every program sees it, on pools of 1, 2 and
+/// 4 threads, and a launch after the row changed sees the new one (the flags are zeroed
+/// for every launch, not kept with the cached scratch area).
+#[test]
+fn a_row_converted_once_per_launch_is_seen_by_every_program() {
+    for d in [DType::F16, DType::BF16] {
+        let f = broadcast_kernel(d);
+        assert!(lnc_lir::print_function(&f).contains("row_load.once(3)"));
+        for opts in MODES {
+            let k = compile_ok(&f, &opts);
+            for threads in [1, 2, 4] {
+                let p = pool(threads);
+                for launch in 0..3u16 {
+                    let n = 37;
+                    let programs = 23;
+                    let mut w: Vec<u16> =
+                        (0..n).map(|i| from_f32(d, i as f32 * 0.5 + launch as f32)).collect();
+                    let mut y = vec![f32::NAN; n * programs];
+                    let args = [slot(&mut w), slot(&mut y), scalar(pack_int(n as i64))];
+                    run(&k, [programs as u32, 1, 1], &args, Some(&p)).unwrap_or_else(|e| panic!("{e}"));
+                    for (i, v) in y.iter().enumerate() {
+                        let want = to_f32(d, w[i % n]);
+                        assert_eq!(*v, want, "{d}, {threads} threads, launch {launch}, element {i}");
+                    }
+                }
+            }
         }
     }
 }

@@ -173,6 +173,12 @@ pub enum Opcode {
         slot: u32,
         /// Index into [`Function::sites`].
         site: u32,
+        /// Once per launch and worker: the row is the same for every program (its
+        /// operands do not depend on the program, and the kernel never writes the
+        /// argument), so the `u32` flag at byte `4·k` of the scratch area (zero when a
+        /// worker starts a launch, see `lnc_runtime::abi::ProgramCtx::scratch`) records
+        /// that the buffer holds it already. The buffer must be written by nothing else.
+        once: Option<u8>,
     },
     /// `(ptr, offset: int scalar, count: i32 scalar) -> ()`: writes elements `[0, count)`
     /// of scratch buffer `slot` (of the pointee's half dtype or `fp32`) to the `count`
@@ -238,6 +244,10 @@ pub struct Site {
     /// those of that argument's buffer.
     pub arg: u32,
 }
+
+/// Bytes at the start of a worker's scratch area that are zero when it starts a launch:
+/// flags of `row_load.once`. A function using them places its buffers after them.
+pub const SCRATCH_FLAG_BYTES: u32 = 64;
 
 /// A per-program scratch buffer: a block that lives across loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

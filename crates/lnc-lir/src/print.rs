@@ -196,8 +196,11 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
                 let _ = write!(s, ", {}", list(names, &args[1..]));
             }
         }
-        Opcode::RowLoad { slot, site: k } | Opcode::RowStore { slot, site: k } => {
-            let m = data.opcode.mnemonic();
+        Opcode::RowLoad { slot, site: k, .. } | Opcode::RowStore { slot, site: k } => {
+            let m = match data.opcode {
+                Opcode::RowLoad { once: Some(flag), .. } => format!("row_load.once({flag})"),
+                op => op.mnemonic().to_string(),
+            };
             match args[..] {
                 [p, o, n] => {
                     let (p, o, n) = (names.name(p), names.name(o), names.name(n));

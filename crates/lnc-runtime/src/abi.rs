@@ -48,13 +48,20 @@ pub struct Fault {
     pub offset: i64,
 }
 
+/// Bytes at the start of a scratch area that are zero when a worker starts a launch.
+pub const ZEROED_SCRATCH_BYTES: usize = 64;
+
 /// Per-program context passed to a kernel.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ProgramCtx {
     /// One [`Bounds`] per argument slot (read by checked code only).
     pub bounds: *const Bounds,
-    /// The worker's scratch area, 64-byte aligned, at least the kernel's scratch size.
+    /// The worker's scratch area, 64-byte aligned, at least the kernel's scratch size. Its
+    /// first [`ZEROED_SCRATCH_BYTES`] bytes (or all of it, when smaller) are zero when the
+    /// worker starts a launch, and the programs a worker runs in a launch share the area:
+    /// what a program writes there is seen by the worker's next program (kernels keep
+    /// flags there, set once per launch and worker).
     pub scratch: *mut u8,
     /// Written by the kernel when it returns a non-zero status.
     pub fault: Fault,

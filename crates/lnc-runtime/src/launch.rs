@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status};
+use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status, ZEROED_SCRATCH_BYTES};
 
 /// Alignment of scratch areas, as the ABI promises.
 pub const SCRATCH_ALIGN: usize = 64;
@@ -167,6 +167,10 @@ impl Job {
     /// handed out, running each chunk's programs in order; returns the first failure.
     fn run_worker(&self, next: &AtomicU64, chunk: u64, total: u64) -> Result<(), Failure> {
         let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(0, e))?;
+        if !scratch.ptr.is_null() {
+            // SAFETY: the area holds at least `scratch_bytes` bytes.
+            unsafe { std::ptr::write_bytes(scratch.ptr, 0, self.scratch_bytes.min(ZEROED_SCRATCH_BYTES)) };
+        }
         let mut ctx = ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default() };
         let mut result = Ok(());
         loop {
@@ -393,6 +397,24 @@ mod tests {
         0
     }
 
+    /// Counts (in `args[0]`) the programs that find the scratch area's first word zero, and
+    /// sets it: once per worker and launch.
+    unsafe extern "C" fn once_per_worker(
+        args: *const u64,
+        _pid: *const u32,
+        _nprog: *const u32,
+        ctx: *mut ProgramCtx,
+    ) -> u32 {
+        unsafe {
+            let flag = (*ctx).scratch as *mut u32;
+            if flag.read_volatile() == 0 {
+                flag.write_volatile(1);
+                (*(*args as *const AtomicU32)).fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        0
+    }
+
     fn pool(threads: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
     }
@@ -462,6 +484,26 @@ mod tests {
             err.to_string(),
             "program [7, 0, 0] stopped with OutOfBounds at site 3 (argument slot 0, element offset 7)"
         );
+    }
+
+    /// The flag bytes are zero when a worker starts a launch, even in a cached area another
+    /// kernel filled, and stay as a program left them for the worker's next programs.
+    #[test]
+    fn scratch_flags_are_zero_once_per_worker_and_launch() {
+        for threads in [1, 2, 4] {
+            let p = pool(threads);
+            for _ in 0..3 {
+                let done = AtomicU32::new(0);
+                let args = [pack_ptr(&done)];
+                // Leaves every worker's cached area full of non-zero words.
+                run(use_scratch, [64, 1, 1], &args, &[Bounds::default()], 1024, Some(&p)).unwrap();
+                let first = AtomicU32::new(0);
+                let args = [pack_ptr(&first)];
+                run(once_per_worker, [500, 1, 1], &args, &[Bounds::default()], 1024, Some(&p)).unwrap();
+                let n = first.load(Ordering::Relaxed);
+                assert!((1..=threads as u32).contains(&n), "{threads} threads: {n} programs saw a zero flag");
+            }
+        }
     }
 
     #[test]

@@ -19,23 +19,34 @@
 //! does, and `row_store` rounds to nearest even, as a cast to the dtype does; a store of
 //! `cast(y)` stores `y` into `fp32` scratch, so the rounding happens once, in the helper.
 //!
+//! Which accesses: `fp16` loads and `fp16`/`bf16` stores; `bf16` loads only when the row is
+//! the same in every program (below), since widening `bf16` is two instructions per tile.
+//!
 //! Only what keeps the program's meaning moves:
 //! - the loop is innermost, from 0 to a constant extent, with no atomics, asserts or
 //!   prints (their order against the moved accesses is observable), and its access tiles
 //!   cover one step each (`lanes == step`) at `iv` or `iv + t` (`iv` possibly widened),
-//!   `t` defined outside;
-//! - a mask is the loop's bound predicate `base + iv + lane < n` (module `bounds`), or
+//!   `t` invariant in the loop (pure scalar instructions of the body computing it, such as
+//!   a 2-D block's row offset, are copied before the loop);
+//! - a mask is the loop's bound predicate `P = base + iv + lane < n` (module `bounds`), `P
+//!   & splat(c)` with `c` invariant (a 2-D block's row mask: the count is `c ? nb : 0`), or
 //!   absent: the enabled elements are then the first `nb`, exactly the helper's range;
 //! - a load moves before the loop only when the loop stores nothing into the same
 //!   argument; a store moves after it only when the loop accesses that argument nowhere
 //!   else (arguments do not overlap).
+//!
+//! A row load whose pointer, offset and count are the same in every program (computed
+//! from arguments and constants), from an argument the kernel never writes, into a buffer
+//! nothing else writes, is `row_load.once(k)`: the worker's first program of a launch
+//! converts it and sets flag `k` in the scratch bytes the runtime zeroes when a worker
+//! starts a launch; the others find it done (a layer norm's `w` and `b`).
 //!
 //! A store's mask may have been the predicate's only use: `bounds`, which runs next, finds
 //! the comparison itself (dead code is removed after it), so the loop is still split.
 
 use std::collections::HashMap;
 
-use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, Ty, Value};
+use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, SCRATCH_FLAG_BYTES, Ty, Value};
 
 use crate::bounds::{candidate, enabled_count};
 use crate::rewrite::{Parent, def, defined_inside, insert_before, int_of, konst, parents, region_mut};
@@ -45,9 +56,44 @@ pub(crate) fn run(f: &mut Function) {
     let mut loops = Vec::new();
     f.walk(|i| loops.push(i));
     loops.retain(|&i| f.insts[i].opcode == Opcode::For);
+    let mut written = std::collections::HashSet::new();
+    f.walk(|i| {
+        if let Opcode::Store { site, .. } | Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } =
+            f.insts[i].opcode
+        {
+            written.insert(f.sites[site as usize].arg);
+        }
+    });
     let parent = parents(f);
+    let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l]);
+        rewrite_loop(f, l, parent[&l], &written, &mut flags);
+    }
+    if flags > 0 {
+        // The flags take the scratch area's first bytes, which the runtime zeroes.
+        for s in &mut f.scratch {
+            s.offset += SCRATCH_FLAG_BYTES;
+        }
+    }
+}
+
+/// Flags of `row_load.once` that fit in the zeroed bytes of the scratch area.
+const MAX_FLAGS: u8 = (SCRATCH_FLAG_BYTES / 4) as u8;
+
+/// Whether `v` is the same in every program of a launch: computed from arguments,
+/// constants and `num_programs` by pure scalar instructions.
+fn launch_invariant(f: &Function, v: Value, depth: u32) -> bool {
+    let Some(i) = def(f, v) else { return false };
+    let d = &f.insts[i];
+    match d.opcode {
+        Opcode::Arg(_) | Opcode::Const(_) | Opcode::NumPrograms(_) => true,
+        Opcode::ProgramId(_) | Opcode::ScratchLoad(_) => false,
+        op => {
+            depth > 0
+                && op.is_pure()
+                && !f.ty(v).is_tile()
+                && d.args.iter().all(|&a| launch_invariant(f, a, depth - 1))
+        }
     }
 }
 
@@ -65,7 +111,13 @@ fn is_half(d: DType) -> bool {
     matches!(d, DType::F16 | DType::BF16)
 }
 
-fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
+fn rewrite_loop(
+    f: &mut Function,
+    l: Inst,
+    parent: Parent,
+    written: &std::collections::HashSet<u32>,
+    flags: &mut u8,
+) {
     let d = &f.insts[l];
     if int_of(f, d.args[0]) != Some(0) {
         return;
@@ -163,10 +215,23 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
             Opcode::Load { addr: Addressing::Contiguous, has_mask, site, .. } => {
                 let ty = f.ty(dj.results[0]);
                 let arg = f.sites[site as usize].arg;
-                let ok = ty == Ty::Tile(DType::F16, step as u8)
+                let guard = if has_mask { mask_of(dj.args[2]) } else { Some(None) };
+                // bf16 widens in two instructions per tile: a pass through scratch pays only
+                // for a row converted once per launch (see `same_everywhere` below); into
+                // the scratch buffer that keeps a row for later loops it measured no faster.
+                let bf16_once = || {
+                    let bound_same = bound.as_ref().is_none_or(|(k, _)| {
+                        launch_invariant(f, k.n, 12) && k.base.is_none_or(|b| launch_invariant(f, b, 12))
+                    });
+                    !written.contains(&arg)
+                        && launch_invariant(f, dj.args[0], 12)
+                        && start_of(dj.args[1]).is_some_and(|t| t.is_none_or(|t| launch_invariant(f, t, 12)))
+                        && (!has_mask || (guard == Some(None) && bound_same))
+                };
+                let ok = (ty == Ty::Tile(DType::F16, step as u8)
+                    || (ty == Ty::Tile(DType::BF16, step as u8) && bf16_once()))
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg].1 == 0;
-                let guard = if has_mask { mask_of(dj.args[2]) } else { Some(None) };
                 if let (true, Some(start), Some(guard)) = (ok, start_of(dj.args[1]), guard) {
                     loads.push(Moved { inst: j, start, masked: has_mask, guard });
                 }
@@ -228,12 +293,20 @@ fn rewrite_loop(f: &mut Function, l: Inst, parent: Parent) {
         let dj = f.insts[m.inst].clone();
         let Opcode::Load { has_other, site, .. } = dj.opcode else { continue };
         let ty = f.ty(dj.results[0]);
-        let slot = match kept_in(f, l, dj.results[0]) {
-            Some(s) => s,
-            None => f.add_scratch(ty.dtype(), extent as u32),
-        };
+        let kept = kept_in(f, l, dj.results[0]);
+        let slot = kept.unwrap_or_else(|| f.add_scratch(ty.dtype(), extent as u32));
         let args = operands(f, m, dj.args[0], &mut before);
-        let row = f.create_inst(Opcode::RowLoad { slot, site }, args.to_vec(), &[], f.spans[m.inst]);
+        // A row every program reads the same (W and B of a layer norm) is converted once
+        // per launch and worker, into a buffer nothing else writes.
+        let same_everywhere = kept.is_none()
+            && !written.contains(&f.sites[site as usize].arg)
+            && args.iter().all(|&a| launch_invariant(f, a, 12))
+            && *flags < MAX_FLAGS;
+        let once = same_everywhere.then(|| {
+            *flags += 1;
+            *flags - 1
+        });
+        let row = f.create_inst(Opcode::RowLoad { slot, site, once }, args.to_vec(), &[], f.spans[m.inst]);
         before.push(row);
         let mut new = Vec::new();
         let span = f.spans[m.inst];

@@ -57,13 +57,38 @@ fn fp16_loads_and_stores_convert_whole_rows() {
     check(SCALE, "*fp16,*fp16,i32,32", [DType::F16; 2], 32, 32);
 }
 
+const SCALE_PID: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.).to(tl.float32)
+    tl.store(Y + i, x * 2. + 1., mask=i < N)
+"#;
+
 /// bf16 widens in two instructions per tile, cheaper than a pass through scratch: only
-/// the store (eleven instructions per four lanes to round) converts the row.
+/// the store (eleven instructions per four lanes to round) converts the row, unless the
+/// loaded row is the same in every program (next test).
 #[test]
 fn bf16_stores_convert_whole_rows_and_loads_stay_tiles() {
-    let text = lir_text(SCALE, "k", "*bf16,*bf16,i32,32");
+    let text = lir_text(SCALE_PID, "k", "*bf16,*bf16,i32,32");
     insta::assert_snapshot!(text);
     assert!(!text.contains("row_load") && text.contains("row_store"));
+    check(SCALE_PID, "*bf16,*bf16,i32,32", [DType::BF16; 2], 32, 32);
+}
+
+/// A row every program loads the same (no `program_id` in its pointer, offset or count,
+/// from an argument the kernel never writes) is converted once per launch and worker, for
+/// bf16 too; a row that depends on the program is not.
+#[test]
+fn rows_the_same_in_every_program_convert_once() {
+    for t in ["fp16", "bf16"] {
+        let text = lir_text(SCALE, "k", &format!("*{t},*{t},i32,32"));
+        assert!(text.contains("row_load.once(0) s0[0..%"), "{text}");
+        assert!(text.contains("at byte 64"), "buffers after the flag bytes: {text}");
+    }
+    let text = lir_text(SCALE_PID, "k", "*fp16,*fp16,i32,32");
+    assert!(text.contains("row_load s0") && !text.contains(".once"), "{text}");
+    check(SCALE_PID, "*fp16,*fp16,i32,32", [DType::F16; 2], 32, 32);
     check(SCALE, "*bf16,*bf16,i32,32", [DType::BF16; 2], 32, 32);
 }
 
@@ -137,7 +162,7 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 fn unmasked_rows_are_the_whole_block() {
     let text = lir_text(UNMASKED, "k", "*fp16,*fp16,i32,8");
     insta::assert_snapshot!(text);
-    assert!(text.contains("row_load s0[0..%") && text.contains("row_store"), "{text}");
+    assert!(text.contains("row_load.once(0) s0[0..%") && text.contains("row_store"), "{text}");
     let f = bir(UNMASKED, "k", "*fp16,*fp16,i32,8");
     let bufs = [half_buffer(DType::F16, 9, 8), poison(DType::F16, 8)];
     differential(&f, [1, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(2), ArgValue::Int(8)], &bufs, &[1, 4, 8]);
