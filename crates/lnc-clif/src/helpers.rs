@@ -163,47 +163,82 @@ fn f32_to_bf16(x: f32) -> u16 {
 /// Widens an fp16 row into fp32 scratch; NaNs come out quieted, as from a tile.
 extern "C" fn lnc_row_f16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
     let f16_to_f32 = |h: u16| ::half::f16::from_bits(h).to_f32();
+    let whole = |s: &[u16], d: &mut [f32]| in_groups(s, d, simd::widen_f16(), f16_to_f32);
     // SAFETY: see `convert_row`.
-    unsafe { convert_row(src, dst, n, |s, d| f16c::widen(s, d, f16_to_f32), f16_to_f32) }
+    unsafe { convert_row(src, dst, n, whole, f16_to_f32) }
 }
 
 /// Rounds an fp32 scratch row to fp16 (to nearest even) into memory.
 extern "C" fn lnc_row_f32_to_f16(src: *const f32, dst: *mut u16, n: i64) {
     let f32_to_f16 = |x: f32| ::half::f16::from_f32(x).to_bits();
+    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_f16(), f32_to_f16);
     // SAFETY: see `convert_row`.
-    unsafe { convert_row(src, dst, n, |s, d| f16c::narrow(s, d, f32_to_f16), f32_to_f16) }
+    unsafe { convert_row(src, dst, n, whole, f32_to_f16) }
 }
 
-/// Row conversions with F16C, eight lanes per instruction, where the CPU has it. (The
-/// `half` crate's slice conversions use it too, but one out-of-line call and two array
-/// copies per eight lanes: measured at two thirds of a layer norm's time.) Elsewhere, and
-/// for the last `n % 8` elements, the scalar conversion given.
-mod f16c {
+/// Widens a bf16 row into fp32 scratch.
+extern "C" fn lnc_row_bf16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
+    let whole = |s: &[u16], d: &mut [f32]| in_groups(s, d, simd::widen_bf16(), bf16_to_f32);
+    // SAFETY: see `convert_row`.
+    unsafe { convert_row(src, dst, n, whole, bf16_to_f32) }
+}
+
+/// Rounds an fp32 scratch row to bf16 into memory.
+extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64) {
+    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_bf16(), f32_to_bf16);
+    // SAFETY: see `convert_row`.
+    unsafe { convert_row(src, dst, n, whole, f32_to_bf16) }
+}
+
+/// A SIMD row conversion: converts the whole groups of eight of `src` into `dst` and
+/// returns how many elements that is. Unsafe to call on a CPU without its features.
+type Groups<S, D> = unsafe fn(&[S], &mut [D]) -> usize;
+
+/// Converts `src` into `dst`: with `groups` (when this CPU can run it), then the last
+/// elements, or all of them, with `scalar`.
+fn in_groups<S: Copy, D>(src: &[S], dst: &mut [D], groups: Option<Groups<S, D>>, scalar: impl Fn(S) -> D) {
+    // SAFETY: `simd` hands out a conversion only when the CPU has its features.
+    let done = groups.map_or(0, |g| unsafe { g(src, dst) });
+    for (d, &x) in dst[done..].iter_mut().zip(&src[done..]) {
+        *d = scalar(x);
+    }
+}
+
+/// Row conversions eight lanes per instruction: F16C for fp16, AVX2 for bf16 (rustc does
+/// not vectorize the scalar forms' NaN selects), each when the CPU has it. (The `half`
+/// crate's slice conversions use F16C too, but one out-of-line call and two array copies
+/// per eight lanes: measured at two thirds of a layer norm's time.)
+mod simd {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::*;
 
-    pub(super) fn widen(src: &[u16], dst: &mut [f32], scalar: impl Fn(u16) -> f32) {
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("f16c") {
-            // SAFETY: the CPU has F16C (and so AVX).
-            done = unsafe { widen_f16c(src, dst) };
-        }
-        for (d, &h) in dst[done..].iter_mut().zip(&src[done..]) {
-            *d = scalar(h);
-        }
+    use super::Groups;
+
+    /// `conversion` when the CPU has `feature` (detected once, then cached by `std`).
+    macro_rules! when_detected {
+        ($feature:tt, $conversion:ident) => {{
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!($feature) {
+                return Some($conversion);
+            }
+            None
+        }};
     }
 
-    pub(super) fn narrow(src: &[f32], dst: &mut [u16], scalar: impl Fn(f32) -> u16) {
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("f16c") {
-            // SAFETY: the CPU has F16C (and so AVX).
-            done = unsafe { narrow_f16c(src, dst) };
-        }
-        for (d, &x) in dst[done..].iter_mut().zip(&src[done..]) {
-            *d = scalar(x);
-        }
+    pub(super) fn widen_f16() -> Option<Groups<u16, f32>> {
+        when_detected!("f16c", widen_f16c)
+    }
+
+    pub(super) fn narrow_f16() -> Option<Groups<f32, u16>> {
+        when_detected!("f16c", narrow_f16c)
+    }
+
+    pub(super) fn widen_bf16() -> Option<Groups<u16, f32>> {
+        when_detected!("avx2", widen_avx2)
+    }
+
+    pub(super) fn narrow_bf16() -> Option<Groups<f32, u16>> {
+        when_detected!("avx2", narrow_avx2)
     }
 
     /// Converts whole groups of eight; returns how many elements it converted.
@@ -236,49 +271,6 @@ mod f16c {
             }
         }
         n
-    }
-}
-
-/// Widens a bf16 row into fp32 scratch.
-extern "C" fn lnc_row_bf16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
-    // SAFETY: see `convert_row`.
-    unsafe { convert_row(src, dst, n, avx2::widen_bf16, bf16_to_f32) }
-}
-
-/// Rounds an fp32 scratch row to bf16 into memory.
-extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64) {
-    // SAFETY: see `convert_row`.
-    unsafe { convert_row(src, dst, n, avx2::narrow_bf16, f32_to_bf16) }
-}
-
-/// bf16 row conversions eight lanes at a time with AVX2 where the CPU has it (rustc does
-/// not vectorize the scalar forms' NaN selects), else element by element.
-mod avx2 {
-    #[cfg(target_arch = "x86_64")]
-    use std::arch::x86_64::*;
-
-    pub(super) fn widen_bf16(src: &[u16], dst: &mut [f32]) {
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            done = unsafe { widen_avx2(src, dst) };
-        }
-        for (d, &h) in dst[done..].iter_mut().zip(&src[done..]) {
-            *d = super::bf16_to_f32(h);
-        }
-    }
-
-    pub(super) fn narrow_bf16(src: &[f32], dst: &mut [u16]) {
-        let mut done = 0;
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            done = unsafe { narrow_avx2(src, dst) };
-        }
-        for (d, &x) in dst[done..].iter_mut().zip(&src[done..]) {
-            *d = super::f32_to_bf16(x);
-        }
     }
 
     /// `bf16_to_f32` on whole groups of eight; returns how many elements it converted.
