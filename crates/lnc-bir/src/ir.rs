@@ -37,12 +37,27 @@ pub struct ValueData {
 }
 
 /// A constant scalar, stored wide; its dtype comes from the result type.
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// Constants are equal when they are the same bits: `0.0` and `-0.0` differ (they compute
+/// differently: `1 / x`, the sign of a zero sum), and a NaN equals itself. Equality and
+/// hashing agree, so constants can key hash maps (value numbering, constant pools); with
+/// `f64`'s `==`, the two zeros would be merged whenever their hashes met in one bucket.
+#[derive(Clone, Copy, Debug)]
 pub enum Const {
     /// An integer (also `int1` as 0/1), sign- or zero-extended to 64 bits by its dtype.
     Int(i64),
     /// A float, held as `f64`; for narrower dtypes it is already rounded to that dtype.
     Float(f64),
+}
+
+impl PartialEq for Const {
+    fn eq(&self, other: &Const) -> bool {
+        match (self, other) {
+            (Const::Int(a), Const::Int(b)) => a == b,
+            (Const::Float(a), Const::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
 }
 
 impl Eq for Const {}
@@ -420,5 +435,26 @@ impl Function {
     /// The dtype of a value's elements when they are numbers.
     pub fn num_dtype(&self, v: Value) -> Option<DType> {
         self.ty(v).num_dtype()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::Const;
+
+    /// Equality is by bits, as hashing is: the two zeros stay apart in a hash set, whatever
+    /// its random keys, and a NaN is found again.
+    #[test]
+    fn constants_are_equal_when_their_bits_are() {
+        assert_ne!(Const::Float(0.0), Const::Float(-0.0));
+        assert_eq!(Const::Float(f64::NAN), Const::Float(f64::NAN));
+        assert_ne!(Const::Float(0.0), Const::Int(0));
+        for _ in 0..100 {
+            let set: HashSet<Const> = [Const::Float(0.0), Const::Float(-0.0), Const::Float(f64::NAN)].into();
+            assert_eq!(set.len(), 3);
+            assert!(set.contains(&Const::Float(f64::NAN)));
+        }
     }
 }

@@ -250,7 +250,10 @@ fn scan(
             Opcode::Splat => a(0),
             // A zero stays zero through a numeric conversion (`other=0.` loaded as fp16
             // and widened to fp32).
-            Opcode::Cast if matches!(a(0), Some(Const::Int(0))) || a(0) == Some(Const::Float(0.0)) => {
+            Opcode::Cast
+                if matches!(a(0), Some(Const::Int(0)))
+                    || matches!(a(0), Some(Const::Float(z)) if z == 0.0) =>
+            {
                 let float = f.ty(d.results[0]).dtype().is_float();
                 // The sign of a float zero survives (an integer zero becomes `+0.0`).
                 Some(match a(0) {
