@@ -390,7 +390,7 @@ pub fn compile(file: &SourceFile, parsed: &ast::File, kernel: &str, sig_text: &s
     }
     let _ = lnc_lir::print_function(&lir);
 
-    let opts = lnc_clif::CodegenOptions { checked, emit_text: false };
+    let opts = lnc_clif::CodegenOptions { checked, emit_text: false, ..Default::default() };
     match lnc_clif::clif_text(&lir, &opts) {
         Ok(_) => report("clif", "ok"),
         Err(e @ (lnc_clif::CodegenError::Unsupported(_) | lnc_clif::CodegenError::Host(_))) => {

@@ -15,7 +15,10 @@ fn dump(stage: Stage, checked: bool) -> String {
 }
 
 fn dump_kernel(kernel: &str, sig: &str, stage: Stage, checked: bool) -> String {
-    let jit = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
+    // The default streaming threshold is the host's cache size: fixed here (8 MiB) so that
+    // the Cranelift IR prints the same everywhere.
+    let opts = lnc::CompileOptions { verify: true, stream_threshold: 8 << 20, ..Default::default() };
+    let jit = lnc::Jit::with_options(opts);
     let module = jit.module("triton_05_layer_norm.py", common::seed_source()).expect("seed parses");
     let req = DumpRequest { stages: vec![stage], checked, ..Default::default() };
     let dumps = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{e}"));

@@ -53,6 +53,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) ranges: induction::Ranges,
     /// The `i64` copies of loop indices (`induction.rs`).
     pub(crate) wide: HashMap<lir::Value, Value>,
+    /// Emitting the copy of a loop whose streaming stores bypass the caches.
+    pub(crate) streaming: bool,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -121,6 +123,7 @@ pub(crate) fn codegen_fn(
         uses: None,
         ranges,
         wide: HashMap::new(),
+        streaming: false,
     };
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -552,9 +555,11 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             fx.half_quiet = true;
             loaded?
         }
-        Opcode::Store { addr, has_mask, site } => {
-            nargs(3 + has_mask as usize)?;
+        Opcode::Store { addr, has_mask, site, stream } => {
+            nargs(3 + has_mask as usize + stream as usize)?;
             let mask = has_mask.then(|| data.args[3]);
+            // Only the copy of the loop that `stream_ok` selected streams (codegen_for).
+            let stream = stream && fx.streaming;
             let access = memory::Access {
                 ptr: data.args[0],
                 offset: data.args[1],
@@ -562,8 +567,14 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
                 site,
                 checked: !fx.prechecked.contains(&inst),
             };
-            memory::codegen_store(fx, access, data.args[2], mask)?;
+            memory::codegen_store(fx, access, data.args[2], mask, stream)?;
             return Ok(());
+        }
+        Opcode::StreamOk => {
+            nargs(2)?;
+            let (p, n) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?);
+            let size = fx.f.ty(data.args[0]).dtype().size();
+            CVal::Scalar(stream_ok(fx, p, n, size))
         }
         Opcode::Atomic { op, addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
@@ -767,10 +778,71 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         None => (lb, None),
     };
     let entry_vals = [&[lb_body][..], &init].concat();
-    if !hoist::emit_loop_entry(fx, inst, d, (lb, ub), first, (body, &entry_vals), (exit, &init))? {
-        fx.bcx.ins().brif(first, body, &block_args(&entry_vals), exit, &block_args(&init));
+    // A loop with streaming stores runs in two copies, chosen once on entry by its
+    // `stream_ok` flag: `body` streams, `cached` does not.
+    let versions = match streaming_flag(f, region) {
+        Some(flag) => {
+            let flag = fx.scalar(flag)?;
+            let tys: Vec<Type> =
+                fx.bcx.block_params(body).iter().map(|&p| fx.bcx.func.dfg.value_type(p)).collect();
+            let dispatch = fx.bcx.create_block();
+            let cached = fx.bcx.create_block();
+            for &t in &tys {
+                fx.bcx.append_block_param(dispatch, t);
+                fx.bcx.append_block_param(cached, t);
+            }
+            Some((flag, dispatch, cached))
+        }
+        None => None,
+    };
+    let enter = versions.map_or(body, |(_, dispatch, _)| dispatch);
+    if !hoist::emit_loop_entry(fx, inst, d, (lb, ub), first, (enter, &entry_vals), (exit, &init))? {
+        fx.bcx.ins().brif(first, enter, &block_args(&entry_vals), exit, &block_args(&init));
+    }
+    if let Some((flag, dispatch, cached)) = versions {
+        fx.bcx.switch_to_block(dispatch);
+        let params = block_args(fx.bcx.block_params(dispatch));
+        fx.bcx.ins().brif(flag, body, &params, cached, &params);
+        fx.streaming = true;
+        let streamed = for_body(fx, inst, body, exit, (wide_step, ub64));
+        fx.streaming = false;
+        streamed?;
+        for_body(fx, inst, cached, exit, (wide_step, ub64))?;
+    } else {
+        for_body(fx, inst, body, exit, (wide_step, ub64))?;
     }
 
+    fx.bcx.switch_to_block(exit);
+    for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
+        fx.def(r, v);
+    }
+    Ok(())
+}
+
+/// The `stream_ok` flag of the streaming stores of a loop body (one per loop, checked by
+/// the loop-IR verifier).
+fn streaming_flag(f: &lir::Function, body: &lir::Region) -> Option<lir::Value> {
+    body.insts.iter().find_map(|&i| match f.insts[i].opcode {
+        Opcode::Store { stream: true, has_mask, .. } => f.insts[i].args.get(3 + has_mask as usize).copied(),
+        _ => None,
+    })
+}
+
+/// Emits the body of `for` instruction `inst` in block `body`, which loops to itself and
+/// leaves to `exit`.
+fn for_body(
+    fx: &mut FunctionCx,
+    inst: lir::Inst,
+    body: Block,
+    exit: Block,
+    (wide_step, ub64): (Option<i64>, Option<Value>),
+) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let data = &f.insts[inst];
+    let region = &data.regions[0];
+    let d = f.ty(data.args[0]).dtype();
+    let (ub, step) = (fx.scalar(data.args[1])?, fx.scalar(data.args[2])?);
+    let carried_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     fx.bcx.switch_to_block(body);
     let param = fx.bcx.block_params(body)[0];
     let iv = if wide_step.is_some() {
@@ -795,12 +867,30 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     };
     let body_args = block_args(&[&[iv_next][..], &next].concat());
     fx.bcx.ins().brif(again, body, &body_args, exit, &block_args(&next));
-
-    fx.bcx.switch_to_block(exit);
-    for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
-        fx.def(r, v);
-    }
     Ok(())
+}
+
+/// `stream_ok`: the address is 16-byte aligned and `count` elements of `size` bytes per
+/// program over the whole grid reach the streaming threshold (counted in `f64`, which
+/// cannot overflow).
+fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32) -> Value {
+    let threshold = fx.opts.stream_bytes;
+    if threshold == u64::MAX {
+        return fx.bcx.ins().iconst(types::I8, 0);
+    }
+    let low = fx.bcx.ins().band_imm_u(ptr, 15);
+    let aligned = fx.bcx.ins().icmp_imm_u(IntCC::Equal, low, 0);
+    let count = fx.bcx.ins().fcvt_from_sint(types::F64, count);
+    let size = fx.bcx.ins().f64const(f64::from(size));
+    let mut bytes = fx.bcx.ins().fmul(count, size);
+    for axis in 0..3 {
+        let n = fx.load_abi(types::I32, fx.abi[2], axis * 4);
+        let n = fx.bcx.ins().fcvt_from_uint(types::F64, n);
+        bytes = fx.bcx.ins().fmul(bytes, n);
+    }
+    let limit = fx.bcx.ins().f64const(threshold as f64);
+    let large = fx.bcx.ins().fcmp(ir::condcodes::FloatCC::GreaterThanOrEqual, bytes, limit);
+    fx.bcx.ins().band(aligned, large)
 }
 
 fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {

@@ -77,7 +77,7 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                 continue;
             }
             Opcode::Load { addr, has_mask: false, site, .. }
-            | Opcode::Store { addr, has_mask: false, site }
+            | Opcode::Store { addr, has_mask: false, site, .. }
                 if !fx.prechecked.contains(&j) =>
             {
                 let (ptr, offset) = (d.args[0], d.args[1]);

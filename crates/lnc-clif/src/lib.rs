@@ -32,6 +32,7 @@ mod hoist;
 mod induction;
 mod memory;
 mod num;
+mod stream;
 mod value;
 
 use std::sync::{Mutex, OnceLock};
@@ -42,6 +43,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
 use lnc_runtime::KernelFn;
+pub use stream::{Patched, default_threshold as default_stream_threshold};
 
 /// How to compile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,11 +53,15 @@ pub struct CodegenOptions {
     /// Keep the Cranelift IR before and after optimization and the machine code as text
     /// in [`CompiledKernel::text`].
     pub emit_text: bool,
+    /// Bytes a launch must store through a loop's streaming stores (the loop's element
+    /// count times the number of programs) for them to bypass the caches; `u64::MAX`
+    /// never streams. Default: [`default_stream_threshold`].
+    pub stream_bytes: u64,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { checked: true, emit_text: false }
+        CodegenOptions { checked: true, emit_text: false, stream_bytes: stream::default_threshold() }
     }
 }
 
@@ -97,6 +103,7 @@ pub struct KernelText {
 pub struct CompiledKernel {
     entry: KernelFn,
     scratch_bytes: usize,
+    patched: Patched,
     text: Option<KernelText>,
     /// Owns the code. Never touched after finalization except to free it; the mutex only
     /// makes the kernel `Sync` (the module holds a `RefCell`).
@@ -112,6 +119,11 @@ impl CompiledKernel {
     /// Scratch bytes each program needs.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch_bytes
+    }
+
+    /// The streaming stores rewritten to non-temporal stores (and those left cached).
+    pub fn patched(&self) -> Patched {
+        self.patched
     }
 
     /// The text forms, when compiled with [`CodegenOptions::emit_text`].
@@ -210,7 +222,21 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let Translated { mut module, id, mut ctx } = translate(f, opts)?;
     let clif = opts.emit_text.then(|| ctx.func.display().to_string());
     ctx.set_disasm(opts.emit_text);
-    module.define_function(id, &mut ctx).map_err(cranelift_error)?;
+    // Compiled here rather than by `define_function` so that the marked stores can be
+    // rewritten before the code is placed (module `stream`).
+    ctx.compile(module.isa(), &mut Default::default())
+        .map_err(|e| cranelift_error(format!("{:?}", e.inner)))?;
+    let compiled = ctx.compiled_code().ok_or_else(|| cranelift_error("no compiled code"))?;
+    let mut code = compiled.code_buffer().to_vec();
+    let patched = stream::patch(&mut code, compiled.buffer.traps());
+    let alignment = u64::from(compiled.buffer.alignment);
+    let relocs: Vec<_> = compiled
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    module.define_function_bytes(id, alignment, &code, &relocs).map_err(cranelift_error)?;
     let text = clif.map(|clif| KernelText {
         clif,
         opt_clif: ctx.func.display().to_string(),
@@ -224,6 +250,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     Ok(CompiledKernel {
         entry,
         scratch_bytes: f.scratch_bytes() as usize,
+        patched,
         text,
         module: Mutex::new(Some(module)),
     })

@@ -189,8 +189,15 @@ fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value, offset: i3
     }
 }
 
-/// Stores the lanes of `t` at `addr`, consecutive.
-fn store_full(fx: &mut FunctionCx, d: DType, t: &Tile, addr: Value) -> Result<(), CodegenError> {
+/// Stores the lanes of `t` at `addr`, consecutive; `stream`: as non-temporal stores (the
+/// address is 16-byte aligned, module `stream`).
+fn store_full(
+    fx: &mut FunctionCx,
+    d: DType,
+    t: &Tile,
+    addr: Value,
+    stream: bool,
+) -> Result<(), CodegenError> {
     if d == DType::I1 || t.per == 1 {
         for (k, l) in value::lanes(&mut fx.bcx, d, t).into_iter().enumerate() {
             store_scalar(fx, d, l, addr, k as i32 * d.size() as i32);
@@ -201,8 +208,10 @@ fn store_full(fx: &mut FunctionCx, d: DType, t: &Tile, addr: Value) -> Result<()
         half::store_parts(fx, d, &t.parts, addr);
         return Ok(());
     }
+    let stream = stream && matches!(d, DType::F32 | DType::F64);
+    let flags = if stream { crate::stream::marked_flags() } else { data_flags() };
     for (j, &p) in t.parts.iter().enumerate() {
-        fx.bcx.ins().store(data_flags(), p, addr, j as i32 * 16);
+        fx.bcx.ins().store(flags, p, addr, j as i32 * 16);
     }
     Ok(())
 }
@@ -457,6 +466,7 @@ pub(crate) fn codegen_store(
     a: Access,
     val: lir::Value,
     mask: Option<lir::Value>,
+    stream: bool,
 ) -> Result<(), CodegenError> {
     let d = pointee(fx, a.ptr)?;
     let vty = fx.f.ty(val);
@@ -500,7 +510,7 @@ pub(crate) fn codegen_store(
         };
         let Some(all) = all else {
             check_range(fx, a, addr, lanes as u32, d.size())?;
-            return store_full(fx, d, &t, addr);
+            return store_full(fx, d, &t, addr, stream);
         };
         let full = fx.bcx.create_block();
         let partial = fx.bcx.create_block();
@@ -508,7 +518,7 @@ pub(crate) fn codegen_store(
         fx.bcx.ins().brif(all, full, &[], partial, &[]);
         fx.bcx.switch_to_block(full);
         check_range(fx, a, addr, lanes as u32, d.size())?;
-        store_full(fx, d, &t, addr)?;
+        store_full(fx, d, &t, addr, false)?;
         fx.bcx.ins().jump(merge, &[]);
         fx.bcx.switch_to_block(partial);
         if !matches!(mask, Mask::Scalar(_)) {
@@ -755,7 +765,7 @@ pub(crate) fn codegen_scratch_store(
     }
     let d = scratch_layout(d);
     match fx.val(val)? {
-        CVal::Tile(t) => store_full(fx, d, &t, addr),
+        CVal::Tile(t) => store_full(fx, d, &t, addr, false),
         CVal::Scalar(v) => {
             store_scalar(fx, d, v, addr, 0);
             Ok(())

@@ -862,7 +862,7 @@ fn conversions_are_vectorized() {
     for d in [DType::F16, DType::BF16] {
         let to32 = elementwise(d, 1, 8, |b, v| b.cast(v[0], DType::F32));
         let from32 = elementwise(DType::F32, 1, 8, |b, v| b.cast(v[0], d));
-        let opts = CodegenOptions { checked: false, emit_text: true };
+        let opts = CodegenOptions { checked: false, emit_text: true, ..Default::default() };
         for (f, want) in [(&to32, "uload16x4"), (&from32, "unarrow")] {
             let k = compile_ok(f, &opts);
             let clif = &k.text().unwrap().opt_clif;

@@ -399,7 +399,7 @@ fn out_of_bounds_faults() {
             }
         }
         let f = b.finish();
-        let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false });
+        let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false, ..Default::default() });
         let mut buf = vec![0.0f32; 10];
         // In bounds.
         run(&k, [1, 1, 1], &[slot(&mut buf), scalar(pack_int(6))], None).unwrap();
@@ -605,7 +605,7 @@ fn program_ids_and_grid() {
 #[test]
 fn text_forms() {
     let f = row_sum_kernel(4);
-    let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: true });
+    let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: true, ..Default::default() });
     let text = k.text().unwrap();
     assert!(text.clif.contains("function"));
     assert!(text.opt_clif.contains("fadd.f32x4") || text.opt_clif.contains("fadd"), "{}", text.opt_clif);
@@ -613,8 +613,11 @@ fn text_forms() {
     let asm = lnc_clif::asm_text(&f, &CodegenOptions::default()).unwrap();
     assert!(asm.contains("ret"), "{asm}");
     insta::assert_snapshot!(
-        lnc_clif::clif_text(&axpb_kernel(4, 64), &CodegenOptions { checked: false, emit_text: false })
-            .unwrap()
+        lnc_clif::clif_text(
+            &axpb_kernel(4, 64),
+            &CodegenOptions { checked: false, emit_text: false, ..Default::default() }
+        )
+        .unwrap()
     );
 }
 
@@ -943,8 +946,12 @@ fn hoisted_checks_cover_the_whole_loop() {
             vec![]
         });
         let f = b.finish();
-        let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false });
-        let text = lnc_clif::clif_text(&f, &CodegenOptions { checked: true, emit_text: false }).unwrap();
+        let k = compile_ok(&f, &CodegenOptions { checked: true, emit_text: false, ..Default::default() });
+        let text = lnc_clif::clif_text(
+            &f,
+            &CodegenOptions { checked: true, emit_text: false, ..Default::default() },
+        )
+        .unwrap();
         let checks = copies as usize + 1;
         assert!(text.matches("brif").count() <= checks + 3, "one check per access outside the loop:\n{text}");
         let xs: Vec<f32> = (0..40).map(|v| v as f32 + 0.5).collect();
@@ -1041,7 +1048,11 @@ fn loop_indices_that_cannot_wrap_run_in_i64() {
             vec![]
         });
         let f = b.finish();
-        let text = lnc_clif::clif_text(&f, &CodegenOptions { checked: false, emit_text: false }).unwrap();
+        let text = lnc_clif::clif_text(
+            &f,
+            &CodegenOptions { checked: false, emit_text: false, ..Default::default() },
+        )
+        .unwrap();
         let header = text.lines().find(|l| l.starts_with("block1(")).expect("a loop body block");
         assert_eq!(header.contains("i64"), bounded, "i64 index only when bounded:\n{text}");
         for opts in MODES {

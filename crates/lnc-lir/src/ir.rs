@@ -132,7 +132,7 @@ pub enum Opcode {
         /// Index into [`Function::sites`].
         site: u32,
     },
-    /// `(ptr, offset, value [, mask]) -> ()`.
+    /// `(ptr, offset, value [, mask] [, stream]) -> ()`.
     Store {
         /// Addressing mode.
         addr: Addressing,
@@ -140,7 +140,18 @@ pub enum Opcode {
         has_mask: bool,
         /// Index into [`Function::sites`].
         site: u32,
+        /// A loop-invariant `i1` operand follows the mask (see [`Opcode::StreamOk`]): when
+        /// it is true, the store may bypass the caches (a non-temporal store). What is
+        /// stored, and where, does not change.
+        stream: bool,
     },
+    /// `(ptr, count: i32 scalar) -> i1`: whether a loop storing `count` contiguous
+    /// elements per program from `ptr` on should bypass the caches: `ptr` is 16-byte
+    /// aligned and the launch as a whole stores at least the code generator's streaming
+    /// threshold (`count` elements times the number of programs), so that the data could
+    /// not stay in the cache anyway and reading each line before overwriting it (what a
+    /// cached store costs) would only waste memory bandwidth.
+    StreamOk,
     /// `(ptr, offset, value [, mask]) -> old`: seq-cst read-modify-write per lane.
     Atomic {
         /// Kind.
@@ -417,6 +428,7 @@ impl Opcode {
                 | Opcode::PtrAdd
                 | Opcode::ScratchLoad(_)
                 | Opcode::ReduceLanes(_)
+                | Opcode::StreamOk
         )
     }
 
@@ -468,6 +480,7 @@ impl Opcode {
             Opcode::ScratchStore(_) => "scratch_store",
             Opcode::RowLoad { .. } => "row_load",
             Opcode::RowStore { .. } => "row_store",
+            Opcode::StreamOk => "stream_ok",
             Opcode::ReduceLanes(_) => "reduce_lanes",
             Opcode::For => "for",
             Opcode::While => "while",

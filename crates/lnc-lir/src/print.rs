@@ -173,8 +173,13 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
             let _ = write!(s, "load.{} {}", addr.name(), access(names, args, 0, has_mask, has_other));
             site = Some(format!("  ; site {k}"));
         }
-        Opcode::Store { addr, has_mask, site: k } => {
-            let _ = write!(s, "store.{} {}", addr.name(), access(names, args, 1, has_mask, false));
+        Opcode::Store { addr, has_mask, site: k, stream } => {
+            let n = args.len().min(3 + has_mask as usize);
+            let _ = write!(s, "store.{} {}", addr.name(), access(names, &args[..n], 1, has_mask, false));
+            if stream {
+                let ok = args.get(n).map_or("<missing>".to_string(), |&v| names.name(v));
+                let _ = write!(s, " stream {ok}");
+            }
             site = Some(format!("  ; site {k}"));
         }
         Opcode::Atomic { op, addr, has_mask, site: k } => {

@@ -52,6 +52,10 @@
 //!   the value is a scalar or a tile of the buffer's dtype with no more lanes than the
 //!   buffer holds.
 //! - `reduce_lanes`: a tile to a scalar of its dtype.
+//! - `stream_ok`: a pointer and an `i32` count to an `i1`. A store that streams is
+//!   contiguous and unmasked, its flag a scalar `i1`; the streaming stores of a loop sit
+//!   directly in the body of a `for` without control flow and share one flag defined
+//!   outside the loop.
 //! - `for`: `lb`, `ub`, `step` integer scalars of one type; the region's arguments are the
 //!   induction variable (that type) and the carried values (the inits' types); the
 //!   `yield` and the results have the inits' types.
@@ -694,15 +698,38 @@ impl<'a> Verifier<'a> {
                     }
                 }
             }
-            Opcode::Store { addr, has_mask, site } => {
+            Opcode::Store { addr, has_mask, site, stream } => {
                 self.site(i, site, true);
-                if !self.counts(i, 3 + has_mask as usize, 0) {
+                if !self.counts(i, 3 + has_mask as usize + stream as usize, 0) {
                     return;
                 }
                 let Some(t) = self.access(i, addr, Some(self.ty(args[2]))) else { return };
                 self.value_of(i, args[2], "the stored value", t);
                 if has_mask {
                     self.mask(i, args[3], t);
+                }
+                if stream {
+                    let ok = self.ty(args[3 + has_mask as usize]);
+                    if ok != Ty::Scalar(DType::I1) || addr != Addressing::Contiguous || has_mask {
+                        self.err(
+                            Some(i),
+                            format!(
+                                "a streaming store is unmasked and contiguous with an i1 flag, found {ok}"
+                            ),
+                        );
+                    }
+                }
+            }
+            Opcode::StreamOk => {
+                if !self.counts(i, 2, 1) {
+                    return;
+                }
+                let (p, n, r) = (self.ty(args[0]), self.ty(args[1]), self.res(i, 0));
+                if !(matches!(p, Ty::Ptr(_)) && n == Ty::Scalar(DType::I32) && r == Ty::Scalar(DType::I1)) {
+                    self.err(
+                        Some(i),
+                        format!("`stream_ok` takes a pointer and an i32 count to i1, found {p}, {n} -> {r}"),
+                    );
                 }
             }
             Opcode::Atomic { op, addr, has_mask, site } => {
@@ -820,6 +847,37 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// Stores that stream share one flag per loop, defined outside it, and sit in the
+    /// straight-line body of a `for` (code generation runs two copies of such a loop).
+    fn streaming_body(&mut self, i: Inst, r: &Region) {
+        let f = self.f;
+        let flags: Vec<Value> = r
+            .insts
+            .iter()
+            .filter_map(|&s| match f.insts.get(s)?.opcode {
+                Opcode::Store { stream: true, has_mask, .. } => {
+                    f.insts[s].args.get(3 + has_mask as usize).copied()
+                }
+                _ => None,
+            })
+            .collect();
+        let Some(&flag) = flags.first() else { return };
+        if flags.iter().any(|&g| g != flag) {
+            self.err(Some(i), "the streaming stores of a loop share one flag".to_string());
+        }
+        let inside = |v: Value| match f.values.get(v).map(|d| d.def) {
+            Some(ValueDef::Result(d, _)) => r.insts.contains(&d),
+            Some(ValueDef::RegionArg(d, _, _)) => d == i,
+            None => false,
+        };
+        if inside(flag) {
+            self.err(Some(i), format!("the streaming flag {} is defined inside the loop", self.name(flag)));
+        }
+        if r.insts.iter().any(|&s| f.insts.get(s).is_some_and(|d| d.opcode.is_control_flow())) {
+            self.err(Some(i), "a loop with streaming stores has control flow in its body".to_string());
+        }
+    }
+
     fn for_(&mut self, i: Inst) {
         let data = &self.f.insts[i];
         if data.args.len() < 3 {
@@ -849,6 +907,7 @@ impl<'a> Verifier<'a> {
             );
         }
         let Some(r) = data.regions.first() else { return };
+        self.streaming_body(i, r);
         let mut want = vec![lb];
         want.extend(&inits);
         let got = self.region_arg_types(r);

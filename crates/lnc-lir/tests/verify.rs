@@ -51,7 +51,11 @@ fn sample() -> Function {
     let v = b.value(load(Addressing::Contiguous, true, true), vec![x, iv, m, fz], F32X4, S);
     b.effect(Opcode::ScratchStore(0), vec![iv, v], S);
     let next = b.value(Opcode::Binary(BinOp::Add), vec![acc, v], F32X4, S);
-    b.effect(Opcode::Store { addr: Addressing::Gather, has_mask: true, site: 1 }, vec![y, idx, next, m], S);
+    b.effect(
+        Opcode::Store { addr: Addressing::Gather, has_mask: true, site: 1, stream: false },
+        vec![y, idx, next, m],
+        S,
+    );
     b.effect(Opcode::Yield, vec![next], S);
     let r = b.end_region();
     b.set_regions(f, vec![r]);
@@ -81,7 +85,11 @@ fn sample() -> Function {
     let e = b.end_region();
     b.set_regions(i, vec![t, e]);
     let ir = b.func.insts[i].results[0];
-    b.effect(Opcode::Store { addr: Addressing::Scalar, has_mask: false, site: 1 }, vec![y, zero, ir], S);
+    b.effect(
+        Opcode::Store { addr: Addressing::Scalar, has_mask: false, site: 1, stream: false },
+        vec![y, zero, ir],
+        S,
+    );
     b.finish()
 }
 
@@ -484,7 +492,7 @@ fn addresses_are_pointers() {
 fn stored_values_have_the_access_type() {
     rejects("the stored value", |b, _, y, n| {
         let t = tile(b, n, Ty::Tile(DType::I32, 4));
-        let op = Opcode::Store { addr: Addressing::Contiguous, has_mask: false, site: 1 };
+        let op = Opcode::Store { addr: Addressing::Contiguous, has_mask: false, site: 1, stream: false };
         b.effect(op, vec![y, n, t], S);
     });
 }

@@ -183,6 +183,13 @@ impl Job {
                 break;
             }
         }
+        // Kernels may store with non-temporal stores (lnc-clif's `stream`), which x86 does
+        // not order with the later stores that report this worker done: fence them.
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of every x86-64 CPU.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
         scratch.give_back();
         result
     }

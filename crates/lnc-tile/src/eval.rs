@@ -344,7 +344,7 @@ impl Lowerer<'_> {
         let mut args = vec![pe.base, off, v];
         let mask = mask.and_then(|m| self.mask_operand(m, tile, p.lanes));
         args.extend(mask);
-        let op = lir::Opcode::Store { addr, has_mask: mask.is_some(), site };
+        let op = lir::Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false };
         self.ins_effect(op, args);
         Ok(())
     }

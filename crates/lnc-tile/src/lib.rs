@@ -15,7 +15,7 @@
 //!   written by one sink must not be read or written at other positions by another, and
 //!   instructions with memory effects keep their order ([`fusion`](crate::fusion)).
 //! - A block read by several loops is recomputed when it is pure arithmetic or a
-//!   contiguous load of at most 4 KB (not of a half dtype) from an argument the kernel never writes (arguments do
+//!   contiguous load of at most 64 KB (not of a half dtype) from an argument the kernel never writes (arguments do
 //!   not overlap, so that memory is constant during the launch), and kept in a per-program scratch buffer
 //!   when it holds another load (so later stores cannot change it), an atomic's result or
 //!   a reduction of a block. Blocks carried through `for`/`while`/`if` live in scratch
@@ -30,14 +30,16 @@
 //! Masks stay data (lane masks on accesses) in that plan. Loop-IR passes follow: the
 //! `fp16`/`bf16` rows a loop reads or writes are converted whole, in one runtime call
 //! ([`rows`](crate::rows)); masks `offs < N` become a loop bound plus a tail
-//! ([`bounds`](crate::bounds)); and reduction loops get several accumulators
-//! ([`accum`](crate::accum)).
+//! ([`bounds`](crate::bounds)); reduction loops get several accumulators
+//! ([`accum`](crate::accum)); and the full-line stores of a loop into an argument the
+//! kernel never reads may bypass the caches ([`stream`](crate::stream)).
 //!
 //! Blocks of pointers carried through loops become a pointer block fixed before the loop
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
 //! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
-//! emission → half rows → masks to bounds → accumulators → dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
+//! emission → half rows → masks to bounds → accumulators → streaming stores → dead-code
+//! removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
 mod accum;
@@ -52,6 +54,7 @@ mod provenance;
 mod rewrite;
 mod rows;
 mod scalar;
+mod stream;
 mod uses;
 
 use lnc_diag::{Diagnostic, Span};
@@ -70,11 +73,14 @@ pub struct TileOptions {
     /// Convert rows of `fp16`/`bf16` loaded or stored by a tile loop in one runtime call
     /// each, through scratch (module `rows`), instead of tile by tile.
     pub rows: bool,
+    /// Let the full-line stores of a loop into an argument the kernel never reads bypass
+    /// the caches when the launch writes more than they could keep (module `stream`).
+    pub stream: bool,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true }
+        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true, stream: true }
     }
 }
 
@@ -126,6 +132,9 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
         bounds::run(&mut lir);
     }
     accum::run(&mut lir, opts.unroll);
+    if opts.stream {
+        stream::run(&mut lir);
+    }
     dce::run(&mut lir);
     if cfg!(debug_assertions)
         && let Err(e) = lnc_lir::verify(&lir)

@@ -236,7 +236,7 @@ fn rewrite_loop(
                     loads.push(Moved { inst: j, start, masked: has_mask, guard });
                 }
             }
-            Opcode::Store { addr: Addressing::Contiguous, has_mask, site } => {
+            Opcode::Store { addr: Addressing::Contiguous, has_mask, site, stream: false } => {
                 let ty = f.ty(dj.args[2]);
                 let arg = f.sites[site as usize].arg;
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)

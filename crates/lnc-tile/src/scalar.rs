@@ -75,7 +75,7 @@ impl Lowerer<'_> {
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Store { addr: lir::Addressing::Scalar, has_mask, site };
+                let op = lir::Opcode::Store { addr: lir::Addressing::Scalar, has_mask, site, stream: false };
                 self.ins_effect(op, a);
                 return Ok(());
             }

@@ -65,6 +65,7 @@ pub struct Kernel {
     lir: lnc_lir::Function,
     checked: lnc_clif::CompiledKernel,
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
+    stream_bytes: u64,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
     warnings: Vec<lnc_diag::Diagnostic>,
@@ -105,10 +106,18 @@ impl Kernel {
             lir,
             checked,
             unchecked: OnceLock::new(),
+            stream_bytes: module.jit.inner.options.stream_threshold,
             pool: module.jit.inner.pool.clone(),
             timings,
             warnings,
         })
+    }
+
+    /// The non-temporal stores in the code a safe launch runs: streaming stores of the
+    /// loop IR rewritten (`streamed`), and those left cached (`skipped`: an encoding the
+    /// rewrite does not know). They run only when their loop's `stream_ok` holds.
+    pub fn streaming_stores(&self) -> lnc_clif::Patched {
+        self.checked.patched()
     }
 
     /// Kernel name.
@@ -195,7 +204,7 @@ impl Kernel {
             match self.unchecked.get() {
                 Some(c) => c,
                 None => {
-                    let c = pipeline::codegen(&self.lir, false)?;
+                    let c = pipeline::codegen(&self.lir, false, self.stream_bytes)?;
                     self.unchecked.get_or_init(|| c)
                 }
             }

@@ -27,11 +27,23 @@ pub struct CompileOptions {
     /// instead of tile by tile in the JIT code, which Cranelift gives no such
     /// instructions. The results are the same bits either way.
     pub half_rows: bool,
+    /// Bytes a launch must store through a loop (its elements per program times the
+    /// programs) for the loop's full-line stores into an argument the kernel never reads
+    /// to bypass the caches (non-temporal stores, `store … stream` in the loop IR);
+    /// `u64::MAX` never streams. Default: three quarters of the last-level cache's share
+    /// per hardware thread, glibc's `memcpy` threshold
+    /// ([`lnc_clif::default_stream_threshold`]). The results are the same either way.
+    pub stream_threshold: u64,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { lanes: 4, verify: cfg!(debug_assertions), half_rows: true }
+        CompileOptions {
+            lanes: 4,
+            verify: cfg!(debug_assertions),
+            half_rows: true,
+            stream_threshold: lnc_clif::default_stream_threshold(),
+        }
     }
 }
 
@@ -153,7 +165,12 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let tile_opts = lnc_tile::TileOptions { lanes: opts.lanes, rows: opts.half_rows, ..Default::default() };
+    let tile_opts = lnc_tile::TileOptions {
+        lanes: opts.lanes,
+        rows: opts.half_rows,
+        stream: opts.stream_threshold != u64::MAX,
+        ..Default::default()
+    };
     let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
     timings.tile = t.elapsed();
     if opts.verify {
@@ -164,7 +181,8 @@ pub(crate) fn compile(
     }
 
     let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm);
-    let cg_opts = lnc_clif::CodegenOptions { checked: req.checked, emit_text };
+    let cg_opts =
+        lnc_clif::CodegenOptions { checked: req.checked, emit_text, stream_bytes: opts.stream_threshold };
     let t = Instant::now();
     let code = lnc_clif::compile(&lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))?;
     timings.codegen = t.elapsed();
@@ -185,7 +203,11 @@ pub(crate) fn compile(
 }
 
 /// Compiles only the unchecked variant of an already tiled kernel.
-pub(crate) fn codegen(lir: &lnc_lir::Function, checked: bool) -> Result<lnc_clif::CompiledKernel> {
-    let cg_opts = lnc_clif::CodegenOptions { checked, ..Default::default() };
+pub(crate) fn codegen(
+    lir: &lnc_lir::Function,
+    checked: bool,
+    stream_bytes: u64,
+) -> Result<lnc_clif::CompiledKernel> {
+    let cg_opts = lnc_clif::CodegenOptions { checked, emit_text: false, stream_bytes };
     lnc_clif::compile(lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))
 }

@@ -140,7 +140,7 @@ impl B {
     ) {
         let mut args = vec![p, off, v];
         args.extend(mask);
-        self.inst(Opcode::Store { addr, has_mask: mask.is_some(), site }, &args, &[]);
+        self.inst(Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false }, &args, &[]);
     }
 
     /// `for iv in lb..ub step step` carrying `init`; `body` returns the next carried values.
@@ -222,8 +222,10 @@ impl B {
 }
 
 /// Both modes, for tests that must pass either way.
-pub const MODES: [CodegenOptions; 2] =
-    [CodegenOptions { checked: true, emit_text: false }, CodegenOptions { checked: false, emit_text: false }];
+pub const MODES: [CodegenOptions; 2] = [
+    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX },
+    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX },
+];
 
 /// A pointer argument slot and its bounds.
 pub fn slot<T>(buf: &mut [T]) -> (u64, Bounds) {

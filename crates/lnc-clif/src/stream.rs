@@ -1,0 +1,171 @@
+//! Non-temporal stores, which Cranelift does not have.
+//!
+//! A streaming store of the loop IR (module `stream` of lnc-tile) runs in a copy of its
+//! loop taken only when `stream_ok` holds (the address is 16-byte aligned). There it is
+//! emitted as an ordinary vector store whose memory flags carry a trap code of our own,
+//! [`MARK`]: Cranelift records the code offset of every instruction with a trap code, so
+//! after compilation the offsets of exactly those stores are known, and each one is
+//! rewritten in place to its non-temporal form, which has the same length and operands:
+//!
+//! | Cranelift emits | becomes |
+//! |---|---|
+//! | `(v)movups m128, xmm` (`[VEX] 0F 11`) | `(v)movntps m128, xmm` (`[VEX] 0F 2B`) |
+//! | `(v)movupd m128, xmm` (`66`/VEX.66 `0F 11`) | `(v)movntpd m128, xmm` (`0F 2B`) |
+//!
+//! An instruction that is not one of these encodings is left as it is (a cached store:
+//! the same result, only slower) and counted in [`Patched::skipped`]. Non-temporal stores
+//! are weakly ordered: the runtime fences them before a launch returns
+//! (`lnc_runtime::launch`), and the tiler streams only into arguments no program reads.
+
+use cranelift_codegen::MachTrap;
+use cranelift_codegen::ir::{Endianness, MemFlagsData, TrapCode};
+
+/// The trap code marking a store to rewrite (user codes are not used otherwise: data
+/// accesses are `notrap`, and bounds checks branch instead of trapping).
+pub(crate) const MARK: u8 = 0x4e;
+
+/// Memory flags of a store to rewrite into a non-temporal store.
+pub(crate) fn marked_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little).with_trap_code(TrapCode::user(MARK))
+}
+
+/// What [`patch`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Patched {
+    /// Stores rewritten to non-temporal stores.
+    pub streamed: u32,
+    /// Marked stores left as they were (an encoding this module does not rewrite).
+    pub skipped: u32,
+}
+
+/// Rewrites the marked stores of `code` (trap records `traps`) in place.
+pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Patched {
+    let mut out = Patched::default();
+    let mark = TrapCode::user(MARK);
+    for t in traps.iter().filter(|t| Some(t.code) == mark) {
+        match opcode_at(code, t.offset as usize) {
+            Some(k) => {
+                code[k] = 0x2b;
+                out.streamed += 1;
+            }
+            None => out.skipped += 1,
+        }
+    }
+    out
+}
+
+/// The index of the `0F 11` opcode byte of an unaligned 128-bit `movups`/`movupd` store
+/// starting at `at`, if that is what is there.
+fn opcode_at(code: &[u8], at: usize) -> Option<usize> {
+    let b = code.get(at..)?;
+    match *b.first()? {
+        // Two-byte VEX: [R vvvv L pp], map 0F implied; vvvv must be unused (1111).
+        0xc5 => {
+            let p = *b.get(1)?;
+            let ok = p & 0x78 == 0x78 && p & 0x04 == 0 && p & 0x03 <= 1 && *b.get(2)? == 0x11;
+            ok.then_some(at + 2)
+        }
+        // Three-byte VEX: [RXB mmmmm] with map 0F, then [W vvvv L pp].
+        0xc4 => {
+            let (m, p) = (*b.get(1)?, *b.get(2)?);
+            let ok =
+                m & 0x1f == 1 && p & 0x78 == 0x78 && p & 0x04 == 0 && p & 0x03 <= 1 && *b.get(3)? == 0x11;
+            ok.then_some(at + 3)
+        }
+        // Legacy SSE: [66] [REX] 0F 11.
+        _ => {
+            let mut k = 0;
+            if b[k] == 0x66 {
+                k += 1;
+            }
+            if (0x40..=0x4f).contains(b.get(k)?) {
+                k += 1;
+            }
+            (*b.get(k)? == 0x0f && *b.get(k + 1)? == 0x11).then_some(at + k + 1)
+        }
+    }
+}
+
+/// The default streaming threshold in bytes: three quarters of the last-level cache's
+/// share per hardware thread that shares it, the size from which glibc's `memcpy` switches
+/// to non-temporal stores (a launch writing more would evict its own output). 8 MiB when
+/// the cache cannot be read from `/sys`.
+pub fn default_threshold() -> u64 {
+    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| last_level_share().map_or(8 << 20, |b| b / 4 * 3))
+}
+
+fn last_level_share() -> Option<u64> {
+    let mut best: Option<(u32, u64, u64)> = None;
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let Ok(level) = std::fs::read_to_string(format!("{dir}/level")) else { break };
+        let level: u32 = level.trim().parse().ok()?;
+        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
+        let kib: u64 = size.trim().strip_suffix('K')?.parse().ok()?;
+        let shared = std::fs::read_to_string(format!("{dir}/shared_cpu_list")).unwrap_or_default();
+        let threads = cpu_list_len(shared.trim()).max(1);
+        if best.is_none_or(|(l, ..)| level > l) {
+            best = Some((level, kib << 10, threads));
+        }
+    }
+    best.map(|(_, bytes, threads)| bytes / threads)
+}
+
+/// The number of CPUs in a list like `0-3,8,10-11`.
+fn cpu_list_len(list: &str) -> u64 {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 1,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_the_unaligned_vector_stores_it_knows() {
+        // vmovups %xmm4, (%rdi,%r15,4) ; vmovups %xmm4, 0x10(%rdi,%r15,4) (3-byte VEX) ;
+        // movups %xmm0, (%rax) ; movupd %xmm1, (%r8) (66 REX.B 0F 11)
+        let cases: [(&[u8], usize); 4] = [
+            (&[0xc5, 0xf8, 0x11, 0x24, 0xb7], 2),
+            (&[0xc4, 0x81, 0x78, 0x11, 0x64, 0xbf, 0x10], 3),
+            (&[0x0f, 0x11, 0x00], 1),
+            (&[0x66, 0x41, 0x0f, 0x11, 0x08], 3),
+        ];
+        for (bytes, k) in cases {
+            assert_eq!(opcode_at(bytes, 0), Some(k), "{bytes:02x?}");
+        }
+    }
+
+    #[test]
+    fn leaves_every_other_encoding_alone() {
+        let cases: [&[u8]; 6] = [
+            &[0xc5, 0xfa, 0x7f, 0x00],       // vmovdqu (F3): no movntdqu form
+            &[0xc5, 0xfc, 0x11, 0x00],       // 256-bit vmovups (L = 1)
+            &[0xc5, 0xf8, 0x10, 0x00],       // a load
+            &[0xc4, 0xe2, 0x79, 0x11, 0x00], // map 0F38
+            &[0xf3, 0x0f, 0x11, 0x00],       // movss
+            &[0x62, 0xf1, 0x7c, 0x08, 0x11], // EVEX
+        ];
+        for bytes in cases {
+            assert_eq!(opcode_at(bytes, 0), None, "{bytes:02x?}");
+        }
+        assert_eq!(opcode_at(&[0xc5], 0), None);
+        assert_eq!(opcode_at(&[], 0), None);
+    }
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(cpu_list_len("0-3,8,10-11"), 7);
+        assert_eq!(cpu_list_len("0"), 1);
+        assert_eq!(cpu_list_len(""), 0);
+    }
+}

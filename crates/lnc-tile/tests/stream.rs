@@ -1,0 +1,64 @@
+//! Streaming stores (module `stream`): which stores may bypass the caches, and the same
+//! results as the block IR whatever `stream_ok` answers.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::{DType, Opcode};
+
+const SCALE: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, x * 2.0 + 1.0, mask=m)
+"#;
+
+/// The streaming stores of `f` and their flags.
+fn streaming(f: &lnc_lir::Function) -> usize {
+    let mut n = 0;
+    f.walk(|i| n += matches!(f.insts[i].opcode, Opcode::Store { stream: true, .. }) as usize);
+    n
+}
+
+#[test]
+fn the_steady_loop_of_a_store_pass_streams() {
+    let f = lir(SCALE, "k", "*fp32,*fp32,i32,1024");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    // The unrolled steady loop's two stores; not the remainder's or the tail's.
+    assert_eq!(streaming(&f), 2);
+}
+
+#[test]
+fn stores_that_may_not_stream_do_not() {
+    // fp64 streams too (movupd has a non-temporal form).
+    assert!(streaming(&lir(SCALE, "k", "*fp64,*fp64,i32,1024")) > 0);
+    // Integers: Cranelift stores them with movdqu, whose non-temporal form differs.
+    let ints = SCALE.replace("x * 2.0 + 1.0", "x * 2 + 1").replace("other=0.", "other=0");
+    assert_eq!(streaming(&lir(&ints, "k", "*i32,*i32,i32,1024")), 0);
+    // Half stores convert whole rows in a runtime call instead.
+    assert_eq!(streaming(&lir(SCALE, "k", "*fp16,*fp16,i32,1024")), 0);
+    // Y read by the kernel (in place): a program may read what it streamed.
+    let in_place = SCALE.replace("tl.store(Y + row", "tl.store(X + row");
+    assert_eq!(streaming(&lir(&in_place, "k", "*fp32,*fp32,i32,1024")), 0);
+    // Off by one element from the vector: the stores of one iteration cannot all be
+    // aligned.
+    let shifted = SCALE.replace("tl.store(Y + row * N + i", "tl.store(Y + row * N + i + 1");
+    assert_eq!(streaming(&lir(&shifted, "k", "*fp32,*fp32,i32,1024")), 0);
+}
+
+#[test]
+fn streaming_kernels_compute_what_the_block_ir_computes() {
+    for n in [0i64, 1, 7, 8, 9, 100, 1023, 1024] {
+        let f = bir(SCALE, "k", "*fp32,*fp32,i32,1024");
+        let len = 3 * 1024;
+        let bufs = [
+            Buffer::from_f64_values(DType::F32, &data(3, len)),
+            Buffer::from_f64_values(DType::F32, &vec![f64::NAN; len]),
+        ];
+        differential(&f, [3, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(1024)], &bufs, &[4, 8]);
+    }
+}
