@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 
 use lnc_lir::{BinOp, Const, Function, Inst, Opcode, ReduceOp, Region, Ty, Value};
 
-use crate::rewrite::{Lanes, Parent, clone_insts, def, int_of, konst, parents};
+use crate::rewrite::{Lanes, Parent, clone_insts, def, for_loops, int_of, konst, parents};
 
 /// Bodies longer than this stay rolled: unrolling them costs more compile time than the
 /// latency it hides.
@@ -42,14 +42,8 @@ pub(crate) fn run(f: &mut Function, unroll: u8) {
     if unroll < 2 {
         return;
     }
-    let mut loops = Vec::new();
-    f.walk(|i| {
-        if f.insts[i].opcode == Opcode::For {
-            loops.push(i);
-        }
-    });
     let parent = parents(f);
-    for l in loops {
+    for l in for_loops(f) {
         if let Some(ops) = reductions(f, l) {
             // A loop without accumulators has no chain to break: two copies only halve
             // its loop overhead. Under an `if` (the seed backward's lock-protected

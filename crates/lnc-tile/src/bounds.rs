@@ -25,8 +25,8 @@ use std::collections::{HashMap, HashSet};
 use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, Value};
 
 use crate::rewrite::{
-    Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, konst,
-    parents, walk_nested,
+    Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, iv_plus,
+    konst, parents, walk_nested,
 };
 
 /// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps.
@@ -169,26 +169,7 @@ fn match_bound(
     if inside.contains(&n) || f.ty(iv).dtype() != dt {
         return None;
     }
-    let base = if s == iv {
-        None
-    } else {
-        let sd = &f.insts[def(f, s)?];
-        if sd.opcode != Opcode::Binary(BinOp::Add) {
-            return None;
-        }
-        let (x, y) = (sd.args[0], sd.args[1]);
-        let other = if x == iv {
-            y
-        } else if y == iv {
-            x
-        } else {
-            return None;
-        };
-        if inside.contains(&other) {
-            return None;
-        }
-        Some(other)
-    };
+    let base = iv_plus(f, s, iv, inside)?;
     Some(Key { n, base, extent, step })
 }
 

@@ -87,6 +87,38 @@ pub(crate) fn region_mut(f: &mut Function, p: Parent) -> &mut Region {
     }
 }
 
+/// Every `for` reachable from the body, parents first.
+pub(crate) fn for_loops(f: &Function) -> Vec<Inst> {
+    let mut loops = Vec::new();
+    f.walk(|i| {
+        if f.insts[i].opcode == Opcode::For {
+            loops.push(i);
+        }
+    });
+    loops
+}
+
+/// `v` as `iv` (`Some(None)`) or `iv + t` (`Some(Some(t))`) with `t` defined outside the
+/// loop (not in `inside`).
+pub(crate) fn iv_plus(f: &Function, v: Value, iv: Value, inside: &HashSet<Value>) -> Option<Option<Value>> {
+    if v == iv {
+        return Some(None);
+    }
+    let d = &f.insts[def(f, v)?];
+    if d.opcode != Opcode::Binary(BinOp::Add) {
+        return None;
+    }
+    let (x, y) = (d.args[0], d.args[1]);
+    let other = if x == iv {
+        y
+    } else if y == iv {
+        x
+    } else {
+        return None;
+    };
+    (!inside.contains(&other)).then_some(Some(other))
+}
+
 /// Inserts `new` before `at` in its parent region.
 pub(crate) fn insert_before(f: &mut Function, parent: Parent, at: Inst, new: &[Inst]) {
     let r = region_mut(f, parent);

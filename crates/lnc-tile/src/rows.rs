@@ -49,13 +49,13 @@ use std::collections::HashMap;
 use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, SCRATCH_FLAG_BYTES, Ty, Value};
 
 use crate::bounds::{candidate, enabled_count};
-use crate::rewrite::{Parent, def, defined_inside, insert_before, int_of, konst, parents, region_mut};
+use crate::rewrite::{
+    Parent, def, defined_inside, for_loops, insert_before, int_of, konst, parents, region_mut,
+};
 
 /// Rewrites the half accesses of every qualifying loop.
 pub(crate) fn run(f: &mut Function) {
-    let mut loops = Vec::new();
-    f.walk(|i| loops.push(i));
-    loops.retain(|&i| f.insts[i].opcode == Opcode::For);
+    let loops = for_loops(f);
     let mut written = std::collections::HashSet::new();
     f.walk(|i| {
         if let Opcode::Store { site, .. } | Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } =

@@ -34,7 +34,7 @@ use std::collections::HashSet;
 
 use lnc_lir::{Addressing, BinOp, DType, Function, Inst, Opcode, Ty, Value};
 
-use crate::rewrite::{Parent, def, defined_inside, insert_before, int_of, parents};
+use crate::rewrite::{Parent, def, defined_inside, for_loops, insert_before, int_of, iv_plus, parents};
 
 /// Bytes of one non-temporal vector store.
 const VECTOR_BYTES: i64 = 16;
@@ -55,14 +55,8 @@ pub(crate) fn run(f: &mut Function) {
         }
         _ => {}
     });
-    let mut loops = Vec::new();
-    f.walk(|i| {
-        if f.insts[i].opcode == Opcode::For {
-            loops.push(i);
-        }
-    });
     let parent = parents(f);
-    for l in loops {
+    for l in for_loops(f) {
         mark_loop(f, l, parent[&l], &read);
     }
 }
@@ -153,33 +147,23 @@ fn split_offset(
     iv: Value,
     inside: &HashSet<Value>,
 ) -> Option<(Option<Value>, i64)> {
-    if offset == iv {
-        return Some((None, 0));
+    if let Some(t) = iv_plus(f, offset, iv, inside) {
+        return match t.map(|t| (t, int_of(f, t))) {
+            None => Some((None, 0)),
+            Some((_, Some(c))) => Some((None, c)),
+            Some((t, None)) => (f.ty(t) == Ty::Scalar(DType::I32)).then_some((Some(t), 0)),
+        };
     }
+    // `(iv + t) + c`.
     let d = &f.insts[def(f, offset)?];
     if d.opcode != Opcode::Binary(BinOp::Add) {
         return None;
     }
-    let (a, b) = (d.args[0], d.args[1]);
-    let other = if a == iv {
-        b
-    } else if b == iv {
-        a
-    } else {
-        // `(iv + t) + c`.
-        let (inner, c) = match (int_of(f, a), int_of(f, b)) {
-            (None, Some(c)) => (a, c),
-            (Some(c), None) => (b, c),
-            _ => return None,
-        };
-        let (t, c0) = split_offset(f, inner, iv, inside)?;
-        return Some((t, c0 + c));
+    let (inner, c) = match (int_of(f, d.args[0]), int_of(f, d.args[1])) {
+        (None, Some(c)) => (d.args[0], c),
+        (Some(c), None) => (d.args[1], c),
+        _ => return None,
     };
-    if let Some(c) = int_of(f, other) {
-        return Some((None, c));
-    }
-    if inside.contains(&other) || f.ty(other) != Ty::Scalar(DType::I32) {
-        return None;
-    }
-    Some((Some(other), 0))
+    let (t, c0) = split_offset(f, inner, iv, inside)?;
+    Some((t, c0 + c))
 }
