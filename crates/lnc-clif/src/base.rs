@@ -780,7 +780,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let entry_vals = [&[lb_body][..], &init].concat();
     // A loop with streaming stores runs in two copies, chosen once on entry by its
     // `stream_ok` flag: `body` streams, `cached` does not.
-    let versions = match streaming_flag(f, region) {
+    let versions = match region.insts.iter().find_map(|&i| f.insts[i].stream_flag()) {
         Some(flag) => {
             let flag = fx.scalar(flag)?;
             let tys: Vec<Type> =
@@ -817,15 +817,6 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.def(r, v);
     }
     Ok(())
-}
-
-/// The `stream_ok` flag of the streaming stores of a loop body (one per loop, checked by
-/// the loop-IR verifier).
-fn streaming_flag(f: &lir::Function, body: &lir::Region) -> Option<lir::Value> {
-    body.insts.iter().find_map(|&i| match f.insts[i].opcode {
-        Opcode::Store { stream: true, has_mask, .. } => f.insts[i].args.get(3 + has_mask as usize).copied(),
-        _ => None,
-    })
 }
 
 /// Emits the body of `for` instruction `inst` in block `body`, which loops to itself and

@@ -246,6 +246,16 @@ pub struct InstData {
     pub regions: Vec<Region>,
 }
 
+impl InstData {
+    /// The `stream_ok` flag operand of a streaming store.
+    pub fn stream_flag(&self) -> Option<Value> {
+        match self.opcode {
+            Opcode::Store { stream: true, has_mask, .. } => self.args.get(3 + has_mask as usize).copied(),
+            _ => None,
+        }
+    }
+}
+
 /// A memory access site of the source: where an out-of-bounds error points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Site {

@@ -851,16 +851,7 @@ impl<'a> Verifier<'a> {
     /// straight-line body of a `for` (code generation runs two copies of such a loop).
     fn streaming_body(&mut self, i: Inst, r: &Region) {
         let f = self.f;
-        let flags: Vec<Value> = r
-            .insts
-            .iter()
-            .filter_map(|&s| match f.insts.get(s)?.opcode {
-                Opcode::Store { stream: true, has_mask, .. } => {
-                    f.insts[s].args.get(3 + has_mask as usize).copied()
-                }
-                _ => None,
-            })
-            .collect();
+        let flags: Vec<Value> = r.insts.iter().filter_map(|&s| f.insts.get(s)?.stream_flag()).collect();
         let Some(&flag) = flags.first() else { return };
         if flags.iter().any(|&g| g != flag) {
             self.err(Some(i), "the streaming stores of a loop share one flag".to_string());
