@@ -9,7 +9,7 @@ use lnc_bir::interp::{self, ArgValue, Buffer};
 
 #[test]
 fn forward_layer_norm_jit_equals_interpreter() {
-    let jit = lnc::Jit::new();
+    let jit = common::diff::streaming_jit();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
     let mut rng = rng();
     for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (64, 1024), (7, 4097)] {

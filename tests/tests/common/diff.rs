@@ -338,11 +338,20 @@ impl Case {
     }
 }
 
+/// A JIT whose stores stream wherever they may (threshold 0: every aligned launch), so the
+/// differential tests run the non-temporal copies of their loops; streaming must change
+/// no result. (Other tests run the default threshold, under which their small launches
+/// keep cached stores.)
+#[allow(dead_code)]
+pub fn streaming_jit() -> lnc::Jit {
+    lnc::Jit::with_options(lnc::CompileOptions { stream_threshold: 0, ..Default::default() })
+}
+
 /// JITs launching on their own pools of 1 and 4 threads.
 fn pools() -> &'static [lnc::Jit] {
     static POOLS: OnceLock<Vec<lnc::Jit>> = OnceLock::new();
     POOLS.get_or_init(|| {
-        let base = lnc::Jit::new();
+        let base = streaming_jit();
         [1usize, 4].iter().map(|&n| base.with_threads(n).expect("thread pool")).collect()
     })
 }
@@ -525,9 +534,9 @@ pub fn kernel_path(name: &str) -> String {
     format!("{}/kernels/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Loads `tests/kernels/<name>` into a module of a default JIT.
+/// Loads `tests/kernels/<name>` into a module of a [`streaming_jit`].
 pub fn load(name: &str) -> lnc::Module {
-    lnc::Jit::new().load(kernel_path(name)).unwrap_or_else(|e| panic!("{e}"))
+    streaming_jit().load(kernel_path(name)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Poison for float outputs.
