@@ -240,7 +240,18 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let text = clif.map(|clif| KernelText {
         clif,
         opt_clif: ctx.func.display().to_string(),
-        asm: ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default(),
+        asm: {
+            let mut asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
+            if patched != Patched::default() {
+                // Cranelift prints the code before the rewrite of module `stream`.
+                asm.push_str(&format!(
+                    "; {} store(s) of the streaming copies of loops above are rewritten after \
+                     Cranelift from movups/movupd to movntps/movntpd (non-temporal); {} left cached\n",
+                    patched.streamed, patched.skipped
+                ));
+            }
+            asm
+        },
     });
     module.finalize_definitions().map_err(cranelift_error)?;
     let code = module.get_finalized_function(id);
