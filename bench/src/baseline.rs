@@ -8,6 +8,8 @@
 //! LLVM vectorizes. The math is the seed kernels' (two-pass mean and variance, the same
 //! dx formula, dw/db partial sums per chunk of rows then summed).
 
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
 use rayon::prelude::*;
 
 /// Independent accumulators per reduction: 16 fp32 lanes, 4 SSE registers. (On the
@@ -68,19 +70,9 @@ pub fn forward(x: &[f32], w: &[f32], b: &[f32], y: &mut [f32], mean: &mut [f32],
     );
 }
 
-/// One row of the backward pass: writes dx, adds this row's terms to dw and db.
-#[allow(clippy::too_many_arguments)]
+/// Pass 1 of a backward row: `(Σ xhat·wdy / n, Σ wdy / n)`, the seed's `mean1` and `mean2`.
 #[inline]
-fn row_backward(
-    x: &[f32],
-    dy: &[f32],
-    w: &[f32],
-    mean: f32,
-    rstd: f32,
-    dx: &mut [f32],
-    dw: &mut [f32],
-    db: &mut [f32],
-) {
+fn row_sums(x: &[f32], dy: &[f32], w: &[f32], mean: f32, rstd: f32) -> (f32, f32) {
     let n = x.len();
     // Pass 1: Σ xhat·wdy and Σ wdy, one reduction per loop (two accumulator arrays in one
     // loop come out as 2-lane shuffles instead of 4-lane vector code).
@@ -107,8 +99,23 @@ fn row_backward(
         s1 += xhat * wdy;
         s2 += wdy;
     }
-    let c1 = s1 / n as f32;
-    let c2 = s2 / n as f32;
+    (s1 / n as f32, s2 / n as f32)
+}
+
+/// One row of the backward pass: writes dx, adds this row's terms to dw and db.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn row_backward(
+    x: &[f32],
+    dy: &[f32],
+    w: &[f32],
+    mean: f32,
+    rstd: f32,
+    dx: &mut [f32],
+    dw: &mut [f32],
+    db: &mut [f32],
+) {
+    let (c1, c2) = row_sums(x, dy, w, mean, rstd);
     // Pass 2: dx, and the partial dw/db.
     for (((((dx, &x), &dy), &w), dw), db) in dx.iter_mut().zip(x).zip(dy).zip(w).zip(dw).zip(db) {
         let xhat = (x - mean) * rstd;
@@ -162,6 +169,114 @@ pub fn backward(
             *d += p;
         }
     }
+}
+
+/// A pointer shared by the workers of [`backward_grouped`]; each writes disjoint rows, or
+/// rows it holds the lock of.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+// SAFETY: see the type's docs; every access goes through rows a worker owns at the time.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// The row of length `n` at `row` (a method, so closures capture the whole `Shared`).
+    ///
+    /// # Safety
+    /// No other worker accesses that row meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn row(&self, row: usize, n: usize) -> &mut [f32] {
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(row * n), n) }
+    }
+}
+
+/// The seed's backward algorithm written in Rust, to tell the algorithm's cost from the
+/// compiler's: every row adds its dw/db terms into one of `group` partial rows
+/// (`row % group`) under a spin lock, the first row of a group storing instead of adding,
+/// then the partial rows are summed by column (the dwdb kernel). Rows are handed to the
+/// workers in chunks of 31 from a shared counter, as lnc's runtime does (rayon's halving
+/// would put both threads on the same lock at every step when `group` divides M/2).
+/// `locks` holds `2 * group` zeros: the locks, then the groups' first-store flags.
+#[allow(clippy::too_many_arguments)]
+pub fn backward_grouped(
+    x: &[f32],
+    dy: &[f32],
+    w: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    dx: &mut [f32],
+    pdw: &mut [f32],
+    pdb: &mut [f32],
+    locks: &[AtomicI32],
+    group: usize,
+) {
+    const CHUNK: usize = 31;
+    let n = w.len();
+    let rows = mean.len();
+    assert!(
+        dx.len() == rows * n && pdw.len() == group * n && pdb.len() == group * n && locks.len() == 2 * group
+    );
+    let next = AtomicUsize::new(0);
+    let (dxp, dwp, dbp) = (Shared(dx.as_mut_ptr()), Shared(pdw.as_mut_ptr()), Shared(pdb.as_mut_ptr()));
+    rayon::broadcast(|_| {
+        let mut tmp = vec![0.0f32; n];
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= rows {
+                break;
+            }
+            for row in start..(start + CHUNK).min(rows) {
+                let (x, dy) = (&x[row * n..][..n], &dy[row * n..][..n]);
+                let (m, r) = (mean[row], rstd[row]);
+                // SAFETY: row `row` of dx belongs to this worker alone.
+                let dx = unsafe { dxp.row(row, n) };
+                let (c1, c2) = row_sums(x, dy, w, m, r);
+                for ((((dx, t), &x), &dy), &w) in dx.iter_mut().zip(&mut tmp).zip(x).zip(dy).zip(w) {
+                    let xhat = (x - m) * r;
+                    let wdy = w * dy;
+                    *dx = (wdy - (xhat * c1 + c2)) * r;
+                    *t = dy * xhat;
+                }
+                let g = row % group;
+                while locks[g].compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+                    std::hint::spin_loop();
+                }
+                // SAFETY: partial row `g` is only touched under lock `g`, which this worker holds.
+                let (dw, db) = unsafe { (dwp.row(g, n), dbp.row(g, n)) };
+                if locks[group + g].load(Ordering::Relaxed) == 0 {
+                    locks[group + g].store(1, Ordering::Relaxed);
+                    dw.copy_from_slice(&tmp);
+                    db.copy_from_slice(dy);
+                } else {
+                    for (d, &t) in dw.iter_mut().zip(&tmp) {
+                        *d += t;
+                    }
+                    for (d, &v) in db.iter_mut().zip(dy) {
+                        *d += v;
+                    }
+                }
+                locks[g].store(0, Ordering::Release);
+            }
+        }
+    });
+}
+
+/// Column sums of `group` partial rows of length `n` (the seed's dwdb kernel).
+pub fn sum_partials(pdw: &[f32], pdb: &[f32], dw: &mut [f32], db: &mut [f32]) {
+    let n = dw.len();
+    const COLS: usize = 256;
+    let sum = |p: &[f32], out: &mut [f32]| {
+        out.par_chunks_mut(COLS).enumerate().for_each(|(j, out)| {
+            out.fill(0.0);
+            for row in p.chunks_exact(n) {
+                for (o, &v) in out.iter_mut().zip(&row[j * COLS..]) {
+                    *o += v;
+                }
+            }
+        })
+    };
+    sum(pdw, dw);
+    sum(pdb, db);
 }
 
 /// A parallel copy of the same bytes as the forward pass (read `x`, write `y`), row by row.

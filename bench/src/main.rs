@@ -9,6 +9,7 @@ mod baseline;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -95,6 +96,8 @@ struct Row {
     copy: Times,
     /// Backward only: lnc's dwdb kernel alone.
     dwdb: Option<Times>,
+    /// Backward only: the seed's algorithm (locked partial rows) written in Rust.
+    rust_seed: Option<Times>,
     /// Forward of bounds-checked runs: the same kernel launched without checks, and the
     /// median over repetitions of checked time / unchecked time of the same repetition.
     unchecked: Option<(Times, f64)>,
@@ -335,6 +338,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         rust: Times::of(tr),
         copy: Times::of(tc),
         dwdb: None,
+        rust_seed: None,
         unchecked,
     })
 }
@@ -386,18 +390,36 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     check("dx", n, dx_lnc, dx_rust, 1e-5, 1e-4)?;
     check("dw", n, &dw_l, &dw_r, 2e-3, 1e-4)?;
     check("db", n, &db_l, &db_r, 2e-3, 1e-4)?;
+    let seed_locks: Vec<AtomicI32> = (0..2 * group).map(|_| AtomicI32::new(0)).collect();
+    let (mut pdw_s, mut pdb_s) = (touched(group * n), touched(group * n));
+    let mut run_seed = |dx: &mut [f32], dw: &mut [f32], db: &mut [f32]| {
+        seed_locks.iter().for_each(|l| l.store(0, Ordering::Relaxed));
+        ctx.cool();
+        let t = Instant::now();
+        baseline::backward_grouped(x, dy, &w, &mean, &rstd, dx, &mut pdw_s, &mut pdb_s, &seed_locks, group);
+        baseline::sum_partials(&pdw_s, &pdb_s, dw, db);
+        t.elapsed().as_secs_f64()
+    };
+    dx_rust.fill(f32::NAN);
+    let (mut dw_s, mut db_s) = (touched(n), touched(n));
+    run_seed(dx_rust, &mut dw_s, &mut db_s);
+    check("dx (Rust, seed algorithm)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
+    check("dw (Rust, seed algorithm)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
+    check("db (Rust, seed algorithm)", n, &db_s, &db_r, 2e-3, 1e-4)?;
 
-    let (mut tl, mut td, mut tr) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut tl, mut td, mut tr, mut ts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         let (a, d) = run_lnc(dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
         ctx.cool();
         let t = Instant::now();
         baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
         let r = t.elapsed().as_secs_f64();
+        let sd = run_seed(dx_rust, &mut dw_s, &mut db_s);
         if rep >= ctx.warmup {
             tl.push(a);
             td.push(d);
             tr.push(r);
+            ts.push(sd);
         }
     }
     Ok(Row {
@@ -407,6 +429,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         rust: Times::of(tr),
         copy,
         dwdb: Some(Times::of(td)),
+        rust_seed: Some(Times::of(ts)),
         unchecked: None,
     })
 }
@@ -567,8 +590,9 @@ fn sweep(ctx: &Ctx<'_>, buf: &mut Buffers, sizes: &[usize]) -> Result<(Vec<Row>,
 fn print_table(title: &str, rows: &[Row], factor: f64) {
     println!("\n{title}");
     let dwdb = rows.iter().any(|r| r.dwdb.is_some());
+    let seed = rows.iter().any(|r| r.rust_seed.is_some());
     println!(
-        "{:>6} | {:>15} | {:>15} | {:>15} | {:>8} | {:>8} | {:>9} | {:>9}{}",
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>8} | {:>8} | {:>9} | {:>9}{}{}",
         "N",
         "lnc GB/s",
         "rust GB/s",
@@ -577,7 +601,8 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
         "lnc/copy",
         "lnc ms",
         "compile",
-        if dwdb { " | dwdb share" } else { "" }
+        if dwdb { " | dwdb share" } else { "" },
+        if seed { " | rust seed-alg GB/s | lnc/seed-alg" } else { "" }
     );
     for r in rows {
         let bytes = factor * (M * r.n * 4) as f64;
@@ -586,8 +611,15 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
         let (c, cb) = r.copy.gbps(2.0 * (M * r.n * 4) as f64);
         let share =
             r.dwdb.map(|d| format!(" | {:>10.1}%", 100.0 * d.median / r.lnc.median)).unwrap_or_default();
+        let seed = r
+            .rust_seed
+            .map(|t| {
+                let (s, sb) = t.gbps(bytes);
+                format!(" | {s:>9.2} ({sb:>6.2}) | {:>11.2}x", l / s)
+            })
+            .unwrap_or_default();
         println!(
-            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>7.2}x | {:>7.0}% | {:>9.3} | {:>9}{share}",
+            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>7.2}x | {:>7.0}% | {:>9.3} | {:>9}{share}{seed}",
             r.n,
             l,
             lb,
