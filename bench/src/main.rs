@@ -903,18 +903,22 @@ fn run(opts: Opts) -> Result<()> {
         print_table("backward, 1 thread", &bwd1, 3.0);
         println!("\n1 → {threads} threads speedup (ratio of median times); lnc/copy at {threads} threads");
         println!(
-            "{:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>12}",
-            "N", "lnc fwd", "rust fwd", "copy", "lnc bwd", "rust bwd", "lnc/copy fwd"
+            "{:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} | {:>13} | {:>12}",
+            "N", "lnc fwd", "rust fwd", "copy", "lnc bwd", "rust bwd", "rust seed-alg", "lnc/copy fwd"
         );
         for (((f1, fp), b1), bp) in fwd1.iter().zip(&fwd).zip(&bwd1).zip(&bwd) {
             println!(
-                "{:>6} | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>11.0}%",
+                "{:>6} | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>7.2}x | {:>12.2}x | {:>11.0}%",
                 f1.n,
                 f1.lnc.median / fp.lnc.median,
                 f1.rust.median / fp.rust.median,
                 f1.copy.median / fp.copy.median,
                 b1.lnc.median / bp.lnc.median,
                 b1.rust.median / bp.rust.median,
+                match (b1.rust_seed, bp.rust_seed) {
+                    (Some(a), Some(b)) => a.median / b.median,
+                    _ => f64::NAN,
+                },
                 100.0 * fp.copy.median / fp.lnc.median,
             );
         }
