@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    self, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value, types,
+    self, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
+    StackSlotKind, Type, Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -55,6 +56,12 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) wide: HashMap<lir::Value, Value>,
     /// Emitting the copy of a loop whose streaming stores bypass the caches.
     pub(crate) streaming: bool,
+    /// Helper calls emitted so far.
+    calls: u32,
+    /// The scalars loops broadcast, kept in stack slots ([`reload_broadcast_scalars`]).
+    rebroadcast: HashSet<lir::Value>,
+    /// Their slots, and the number of calls emitted when each was saved.
+    saved: HashMap<lir::Value, (StackSlot, u32)>,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -124,6 +131,9 @@ pub(crate) fn codegen_fn(
         ranges,
         wide: HashMap::new(),
         streaming: false,
+        calls: 0,
+        rebroadcast: rebroadcast_set(f),
+        saved: HashMap::new(),
     };
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -285,6 +295,7 @@ fn codegen_insts(fx: &mut FunctionCx, insts: &[lir::Inst]) -> Result<Option<Exit
             }
             _ => codegen_inst(fx, inst)?,
         }
+        save_broadcast_scalars(fx, inst);
     }
     Ok(None)
 }
@@ -344,6 +355,7 @@ impl FunctionCx<'_, '_> {
                 r
             }
         };
+        self.calls += 1;
         let call = self.bcx.ins().call(func_ref, args);
         Ok(self.bcx.inst_results(call).to_vec())
     }
@@ -767,6 +779,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     }
     let d = f.ty(data.args[0]).dtype();
     let (lb, ub, step) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?, fx.scalar(data.args[2])?);
+    let outer = reload_broadcast_scalars(fx, inst);
     let carried_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
     let init = canonical_args(fx, &carried_tys, &init)?;
@@ -813,10 +826,109 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     }
 
     fx.bcx.switch_to_block(exit);
+    for (v, c) in outer {
+        fx.values[v] = c;
+    }
     for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
         fx.def(r, v);
     }
     Ok(())
+}
+
+/// The scalars that loop `inst` broadcasts into tiles: operands of its `splat`s and scalar
+/// operands of its tile arithmetic, defined before the loop.
+fn broadcast_operands(f: &lir::Function, inst: lir::Inst) -> Vec<lir::Value> {
+    let mut inside = HashSet::new();
+    let mut wanted = Vec::new();
+    let mut stack = vec![&f.insts[inst].regions[0]];
+    while let Some(region) = stack.pop() {
+        inside.extend(region.args.iter().copied());
+        for &i in &region.insts {
+            let data = &f.insts[i];
+            inside.extend(data.results.iter().copied());
+            stack.extend(data.regions.iter());
+            let broadcasts = match data.opcode {
+                Opcode::Splat => true,
+                Opcode::Binary(_) | Opcode::Cmp(_) | Opcode::Select | Opcode::Unary(_) => {
+                    data.results.iter().any(|&r| matches!(f.ty(r), Ty::Tile(..)))
+                }
+                _ => false,
+            };
+            if broadcasts {
+                wanted.extend(data.args.iter().copied().filter(|&a| matches!(f.ty(a), Ty::Scalar(_))));
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    wanted.retain(|v| !inside.contains(v) && seen.insert(*v));
+    wanted
+}
+
+/// Every scalar some loop broadcasts, when the function calls row helpers (see
+/// [`reload_broadcast_scalars`]); empty otherwise.
+fn rebroadcast_set(f: &lir::Function) -> HashSet<lir::Value> {
+    let insts = f.live_insts();
+    if !insts.iter().any(|&i| matches!(f.insts[i].opcode, Opcode::RowLoad { .. } | Opcode::RowStore { .. })) {
+        return HashSet::new();
+    }
+    insts
+        .into_iter()
+        .filter(|&i| f.insts[i].opcode == Opcode::For)
+        .flat_map(|i| broadcast_operands(f, i))
+        .collect()
+}
+
+/// Keeps a copy in a stack slot of each scalar of [`FunctionCx::rebroadcast`] as it is
+/// defined, for [`reload_broadcast_scalars`].
+fn save_broadcast_scalars(fx: &mut FunctionCx, inst: lir::Inst) {
+    for &r in &fx.f.insts[inst].results {
+        if !fx.rebroadcast.contains(&r) {
+            continue;
+        }
+        let Some(CVal::Scalar(s)) = fx.values[r] else { continue };
+        let ty = fx.bcx.func.dfg.value_type(s);
+        if ty.is_vector() {
+            continue;
+        }
+        let slot = fx.bcx.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            ty.bytes(),
+            ty.bytes().trailing_zeros() as u8,
+        ));
+        fx.bcx.ins().stack_store(types::I64, s, slot, 0);
+        fx.saved.insert(r, (slot, fx.calls));
+    }
+}
+
+/// Binds each scalar that loop `inst` broadcasts, and that a helper call may have come
+/// between the definition of and this loop, to a fresh load of its saved copy; returns
+/// the old bindings, restored after the loop (the loads do not dominate what follows a
+/// loop inside an `if`).
+///
+/// Cranelift's egraph merges the broadcasts of one scalar in consecutive loops into one
+/// vector defined in front of the first loop. Kept alive in between, that vector crosses
+/// the helper calls between loops (`row_load`, `row_store`), which clobber every vector
+/// register, and regalloc2 then keeps it in a stack slot inside the next loop: a reload
+/// and a store every iteration (measured on the forward with fp16 `w` and `b`: 1.56× the
+/// time of fp32 for 1.09× the instructions). A load after the call is a new value (no
+/// load is forwarded across a call), so each such loop broadcasts in front of itself.
+fn reload_broadcast_scalars(fx: &mut FunctionCx, inst: lir::Inst) -> Vec<(lir::Value, Option<CVal>)> {
+    if fx.saved.is_empty() {
+        return Vec::new();
+    }
+    let mut old = Vec::new();
+    for v in broadcast_operands(fx.f, inst) {
+        let (Some(&(slot, calls)), Some(CVal::Scalar(s))) = (fx.saved.get(&v), &fx.values[v]) else {
+            continue;
+        };
+        if calls == fx.calls {
+            continue;
+        }
+        let ty = fx.bcx.func.dfg.value_type(*s);
+        let reloaded = fx.bcx.ins().stack_load(types::I64, ty, slot, 0);
+        old.push((v, fx.values[v].replace(CVal::Scalar(reloaded))));
+    }
+    old
 }
 
 /// Emits the body of `for` instruction `inst` in block `body`, which loops to itself and

@@ -281,3 +281,74 @@ fn a_row_converted_once_per_launch_is_seen_by_every_program() {
         }
     }
 }
+
+/// `k = c[0]²` broadcast by a tile loop writing `k` to a row of `Y: *fp32`, then the row of
+/// `X: *d` converted by `row_load`, then a second tile loop writing `X·k` over it (slots: X,
+/// Y, c, n; rows of whole tiles only).
+fn rebroadcast_kernel(d: DType) -> Function {
+    let mut b = B::new("rebroadcast");
+    let x = b.ptr(0, d);
+    let y = b.ptr(1, DType::F32);
+    let c = b.ptr(2, DType::F32);
+    let n = b.arg(3, Ty::Scalar(DType::I32));
+    let (sx, sy, sc) = (b.site(0), b.site(1), b.site(2));
+    let s = b.f.add_scratch(d, ROW as u32);
+    let (count, start) = this_row(&mut b, n);
+    let zero = b.i32(0);
+    let c0 = b.load(Addressing::Scalar, c, zero, None, None, sc, Ty::Scalar(DType::F32));
+    let k = b.bin(BinOp::Mul, c0, c0);
+    let four = b.i32(4);
+    b.for_(zero, count, four, &[], |b, i, _| {
+        let at = b.bin(BinOp::Add, start, i);
+        let v = b.splat(k, 4);
+        b.store(Addressing::Contiguous, y, at, v, None, sy);
+        vec![]
+    });
+    b.inst(Opcode::RowLoad { slot: s, site: sx, once: None }, &[x, start, count], &[]);
+    b.for_(zero, count, four, &[], |b, i, _| {
+        let t = b.val(Opcode::ScratchLoad(s), &[i], Ty::Tile(d, 4));
+        let t = b.cast(t, DType::F32);
+        let kk = b.splat(k, 4);
+        let v = b.bin(BinOp::Mul, t, kk);
+        let at = b.bin(BinOp::Add, start, i);
+        b.store(Addressing::Contiguous, y, at, v, None, sy);
+        vec![]
+    });
+    b.finish()
+}
+
+/// A scalar that loops on both sides of a helper call broadcast is saved to a stack slot
+/// where it is defined and loaded again after the call, so that the second loop
+/// broadcasts it in front of itself (a vector kept across the call would live in a stack
+/// slot inside that loop); the results are those of the scalar itself.
+#[test]
+fn a_scalar_broadcast_after_a_row_helper_call_is_reloaded() {
+    for d in [DType::F16, DType::BF16] {
+        let f = rebroadcast_kernel(d);
+        let clif = lnc_clif::clif_text(&f, &MODES[1]).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<&str> = clif.lines().collect();
+        let call = lines.iter().position(|l| l.contains(" call ")).expect("the row_load call");
+        // `stack_store`/`stack_load` print as a `stack_addr` and a store or load.
+        let slot_access = |ls: &[&str], op: &str| {
+            ls.windows(2).any(|w| {
+                let addr = w[0].split_whitespace().next().unwrap_or("");
+                w[0].contains("stack_addr") && w[1].contains(op) && w[1].ends_with(addr)
+            })
+        };
+        assert!(slot_access(&lines[..call], " store "), "{clif}");
+        assert!(slot_access(&lines[call..], " = load."), "{clif}");
+        for opts in MODES {
+            let k = compile_ok(&f, &opts);
+            let n = 3 * ROW as usize + 1000;
+            let mut rng = StdRng::seed_from_u64(7);
+            let mut x: Vec<u16> = (0..n).map(|_| from_f32(d, rng.random_range(-4.0..4.0))).collect();
+            let mut y = vec![f32::NAN; n];
+            let mut c = vec![1.25f32];
+            let args = [slot(&mut x), slot(&mut y), slot(&mut c), scalar(pack_int(n as i64))];
+            run(&k, grid(n), &args, None).unwrap_or_else(|e| panic!("{e}"));
+            for (i, (&h, &v)) in x.iter().zip(&y).enumerate() {
+                assert_eq!(v, to_f32(d, h) * (1.25f32 * 1.25f32), "{d}, element {i}");
+            }
+        }
+    }
+}
