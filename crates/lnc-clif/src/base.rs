@@ -864,11 +864,24 @@ fn broadcast_operands(f: &lir::Function, inst: lir::Inst) -> Vec<lir::Value> {
     wanted
 }
 
-/// Every scalar some loop broadcasts, when the function calls row helpers (see
+/// Whether `inst` is translated to a call of a runtime helper (which clobbers every vector
+/// register): row conversions, prints, and float math without a Cranelift instruction.
+fn calls_helper(f: &lir::Function, inst: lir::Inst) -> bool {
+    let data = &f.insts[inst];
+    let float = || data.results.first().is_some_and(|&r| f.ty(r).dtype().is_float());
+    match data.opcode {
+        Opcode::RowLoad { .. } | Opcode::RowStore { .. } | Opcode::Print(_) => true,
+        Opcode::Binary(op) => matches!(op, lir::BinOp::Rem | lir::BinOp::Pow) && float(),
+        Opcode::Unary(op) => crate::helpers::unary(op, false).is_some() && float(),
+        _ => false,
+    }
+}
+
+/// Every scalar some loop broadcasts, when the function calls helpers (see
 /// [`reload_broadcast_scalars`]); empty otherwise.
 fn rebroadcast_set(f: &lir::Function) -> HashSet<lir::Value> {
     let insts = f.live_insts();
-    if !insts.iter().any(|&i| matches!(f.insts[i].opcode, Opcode::RowLoad { .. } | Opcode::RowStore { .. })) {
+    if !insts.iter().any(|&i| calls_helper(f, i)) {
         return HashSet::new();
     }
     insts
@@ -907,7 +920,7 @@ fn save_broadcast_scalars(fx: &mut FunctionCx, inst: lir::Inst) {
 ///
 /// Cranelift's egraph merges the broadcasts of one scalar in consecutive loops into one
 /// vector defined in front of the first loop. Kept alive in between, that vector crosses
-/// the helper calls between loops (`row_load`, `row_store`), which clobber every vector
+/// the helper calls between or inside loops (`row_load`, `row_store`, `exp`, …), which clobber every vector
 /// register, and regalloc2 then keeps it in a stack slot inside the next loop: a reload
 /// and a store every iteration (measured on the forward with fp16 `w` and `b`: 1.56× the
 /// time of fp32 for 1.09× the instructions). A load after the call is a new value (no
