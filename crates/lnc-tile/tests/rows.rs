@@ -131,6 +131,31 @@ fn a_row_kept_for_later_loops_is_converted_into_its_scratch() {
     check(NORM, "*fp16,*fp32,i32,64", [DType::F16, DType::F32], 64, 64);
 }
 
+const NORM_PID: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    row = tl.program_id(0) * BLOCK
+    x = tl.load(X + row + i, mask=i < N, other=0.).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    d = tl.where(i < N, x - mean, 0.)
+    var = tl.sum(d * d, axis=0) / N
+    tl.store(Y + row + i, d / tl.sqrt(var + 1e-5), mask=i < N)
+"#;
+
+/// A bf16 row kept in scratch for later loops is converted by `row_load` too, although it
+/// differs between programs: widened tile by tile, the kept values would have their NaNs
+/// quieted before the store to scratch, six instructions per tile.
+#[test]
+fn a_bf16_row_kept_for_later_loops_is_converted_into_its_scratch() {
+    let text = lir_text(NORM_PID, "k", "*bf16,*fp32,i32,64");
+    assert_eq!(text.matches("row_load s0").count(), 1, "{text}");
+    assert!(!text.contains(".once"), "{text}");
+    check(NORM_PID, "*bf16,*fp32,i32,64", [DType::BF16, DType::F32], 64, 64);
+    // A bf16 row used by its own loop alone stays tiles.
+    assert!(!lir_text(SCALE_PID, "k", "*bf16,*bf16,i32,32").contains("row_load"));
+}
+
 const IN_PLACE: &str = r#"
 @triton.jit
 def k(X, Y, N, BLOCK: tl.constexpr):
