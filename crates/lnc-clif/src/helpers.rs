@@ -214,31 +214,212 @@ mod simd {
 
     use super::Groups;
 
-    /// `conversion` when the CPU has `feature` (detected once, then cached by `std`).
-    macro_rules! when_detected {
-        ($feature:tt, $conversion:ident) => {{
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!($feature) {
-                return Some($conversion);
-            }
+    /// The first of `conversions` whose features the CPU has (detected once, then cached
+    /// by `std`).
+    macro_rules! first_detected {
+        ($(($($feature:tt),+) => $conversion:ident),+ $(,)?) => {{
+            $(
+                #[cfg(target_arch = "x86_64")]
+                if $(std::arch::is_x86_feature_detected!($feature))&&+ {
+                    return Some($conversion);
+                }
+            )+
             None
         }};
     }
 
+    /// Every conversion of `conversions` this CPU can run, by name (for the tests, which
+    /// check each against the scalar one whichever the helpers pick).
+    #[cfg(test)]
+    macro_rules! all_detected {
+        ($(($($feature:tt),+) => $conversion:ident),+ $(,)?) => {{
+            #[allow(unused_mut)]
+            let mut v: Vec<(&'static str, _)> = Vec::new();
+            $(
+                #[cfg(target_arch = "x86_64")]
+                if $(std::arch::is_x86_feature_detected!($feature))&&+ {
+                    v.push((stringify!($conversion), $conversion as _));
+                }
+            )+
+            v
+        }};
+    }
+
+    /// The conversions of each direction, fastest first. AVX-512 converts sixteen lanes
+    /// per instruction and masks the last partial group, so no element is left to the
+    /// scalar loop.
+    macro_rules! widen_f16s {
+        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => widen_f16_avx512, ("f16c") => widen_f16c) };
+    }
+    macro_rules! narrow_f16s {
+        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => narrow_f16_avx512, ("f16c") => narrow_f16c) };
+    }
+    macro_rules! widen_bf16s {
+        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => widen_bf16_avx512, ("avx2") => widen_avx2) };
+    }
+    macro_rules! narrow_bf16s {
+        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => narrow_bf16_avx512, ("avx2") => narrow_avx2) };
+    }
+
     pub(super) fn widen_f16() -> Option<Groups<u16, f32>> {
-        when_detected!("f16c", widen_f16c)
+        widen_f16s!(first_detected)
     }
 
     pub(super) fn narrow_f16() -> Option<Groups<f32, u16>> {
-        when_detected!("f16c", narrow_f16c)
+        narrow_f16s!(first_detected)
     }
 
     pub(super) fn widen_bf16() -> Option<Groups<u16, f32>> {
-        when_detected!("avx2", widen_avx2)
+        widen_bf16s!(first_detected)
     }
 
     pub(super) fn narrow_bf16() -> Option<Groups<f32, u16>> {
-        when_detected!("avx2", narrow_avx2)
+        narrow_bf16s!(first_detected)
+    }
+
+    #[cfg(test)]
+    pub(super) fn all_widen_f16() -> Vec<(&'static str, Groups<u16, f32>)> {
+        widen_f16s!(all_detected)
+    }
+
+    #[cfg(test)]
+    pub(super) fn all_narrow_f16() -> Vec<(&'static str, Groups<f32, u16>)> {
+        narrow_f16s!(all_detected)
+    }
+
+    #[cfg(test)]
+    pub(super) fn all_widen_bf16() -> Vec<(&'static str, Groups<u16, f32>)> {
+        widen_bf16s!(all_detected)
+    }
+
+    #[cfg(test)]
+    pub(super) fn all_narrow_bf16() -> Vec<(&'static str, Groups<f32, u16>)> {
+        narrow_bf16s!(all_detected)
+    }
+
+    /// The mask of the first `left` (below 16) lanes.
+    #[cfg(target_arch = "x86_64")]
+    fn first_lanes(left: usize) -> u16 {
+        ((1u32 << left) - 1) as u16
+    }
+
+    /// Converts all of `src` (up to `dst`'s length), sixteen lanes at a time; returns how
+    /// many elements that is.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    fn widen_f16_avx512(src: &[u16], dst: &mut [f32]) -> usize {
+        let n = src.len().min(dst.len());
+        let mut k = 0;
+        // SAFETY (both blocks): lanes `k..k + 16`, or the masked first `n - k` of them, are
+        // inside both slices; the accesses are unaligned.
+        while k + 16 <= n {
+            unsafe {
+                let h = _mm256_loadu_si256(src.as_ptr().add(k).cast());
+                _mm512_storeu_ps(dst.as_mut_ptr().add(k), _mm512_cvtph_ps(h));
+            }
+            k += 16;
+        }
+        if k < n {
+            let m = first_lanes(n - k);
+            unsafe {
+                let h = _mm256_maskz_loadu_epi16(m, src.as_ptr().add(k).cast());
+                _mm512_mask_storeu_ps(dst.as_mut_ptr().add(k), m, _mm512_cvtph_ps(h));
+            }
+        }
+        n
+    }
+
+    /// Rounds all of `src` (up to `dst`'s length) to nearest even whatever the MXCSR says,
+    /// sixteen lanes at a time; returns how many elements that is.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    fn narrow_f16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
+        const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+        let n = src.len().min(dst.len());
+        let mut k = 0;
+        // SAFETY: as in `widen_f16_avx512`.
+        while k + 16 <= n {
+            unsafe {
+                let x = _mm512_loadu_ps(src.as_ptr().add(k));
+                _mm256_storeu_si256(dst.as_mut_ptr().add(k).cast(), _mm512_cvtps_ph::<NEAREST>(x));
+            }
+            k += 16;
+        }
+        if k < n {
+            let m = first_lanes(n - k);
+            unsafe {
+                let x = _mm512_maskz_loadu_ps(m, src.as_ptr().add(k));
+                _mm256_mask_storeu_epi16(dst.as_mut_ptr().add(k).cast(), m, _mm512_cvtps_ph::<NEAREST>(x));
+            }
+        }
+        n
+    }
+
+    /// `bf16_to_f32` on all of `src` (up to `dst`'s length), sixteen lanes at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    fn widen_bf16_avx512(src: &[u16], dst: &mut [f32]) -> usize {
+        let n = src.len().min(dst.len());
+        let (abs, inf, quiet) =
+            (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000), _mm512_set1_epi32(0x0040_0000));
+        let widen = |h: __m256i| {
+            let b = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h));
+            // Signed comparison: both sides are below 2³¹.
+            let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
+            _mm512_mask_or_epi32(b, nan, b, quiet)
+        };
+        let mut k = 0;
+        // SAFETY: as in `widen_f16_avx512`.
+        while k + 16 <= n {
+            unsafe {
+                let h = _mm256_loadu_si256(src.as_ptr().add(k).cast());
+                _mm512_storeu_si512(dst.as_mut_ptr().add(k).cast(), widen(h));
+            }
+            k += 16;
+        }
+        if k < n {
+            let m = first_lanes(n - k);
+            unsafe {
+                let h = _mm256_maskz_loadu_epi16(m, src.as_ptr().add(k).cast());
+                _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(k).cast(), m, widen(h));
+            }
+        }
+        n
+    }
+
+    /// `f32_to_bf16` on all of `src` (up to `dst`'s length), sixteen lanes at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    fn narrow_bf16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
+        let n = src.len().min(dst.len());
+        let (abs, inf) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
+        let (one, bias, quiet) = (_mm512_set1_epi32(1), _mm512_set1_epi32(0x7FFF), _mm512_set1_epi32(0x40));
+        let narrow = |b: __m512i| {
+            let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
+            let high = _mm512_srli_epi32::<16>(b);
+            let lsb = _mm512_and_si512(high, one);
+            let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(_mm512_add_epi32(b, bias), lsb));
+            // NaN lanes: the high half with the quiet bit. Every lane is below 2¹⁶, so
+            // the truncating narrow keeps it.
+            _mm512_mask_or_epi32(rounded, nan, high, quiet)
+        };
+        let mut k = 0;
+        // SAFETY: as in `widen_f16_avx512`.
+        while k + 16 <= n {
+            unsafe {
+                let b = _mm512_loadu_si512(src.as_ptr().add(k).cast());
+                _mm256_storeu_si256(dst.as_mut_ptr().add(k).cast(), _mm512_cvtepi32_epi16(narrow(b)));
+            }
+            k += 16;
+        }
+        if k < n {
+            let m = first_lanes(n - k);
+            unsafe {
+                let b = _mm512_maskz_loadu_epi32(m, src.as_ptr().add(k).cast());
+                _mm512_mask_cvtepi32_storeu_epi16(dst.as_mut_ptr().add(k).cast(), m, narrow(b));
+            }
+        }
+        n
     }
 
     /// Converts whole groups of eight; returns how many elements it converted.
@@ -350,4 +531,103 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
         ("lnc_row_bf16_to_f32", lnc_row_bf16_to_f32 as *const u8),
         ("lnc_row_f32_to_bf16", lnc_row_f32_to_bf16 as *const u8),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+
+    use super::*;
+
+    /// Row lengths around the groups of eight and sixteen, and a long one.
+    const LENGTHS: [usize; 12] = [0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 1000];
+
+    /// Converts `src` with `groups` and the scalar loop after it (as the row helpers do)
+    /// into a longer poisoned `dst`: every element must be `scalar`'s, bit for bit, and
+    /// nothing past the row written.
+    fn check<S: Copy + std::fmt::Debug, D: Copy>(
+        name: &str,
+        groups: Groups<S, D>,
+        src: &[S],
+        scalar: impl Fn(S) -> D,
+        bits: impl Fn(D) -> u32,
+        poison: D,
+    ) {
+        let mut dst = vec![poison; src.len() + 5];
+        in_groups(src, &mut dst[..src.len()], Some(groups), &scalar);
+        for (k, (&x, &d)) in src.iter().zip(&dst).enumerate() {
+            assert_eq!(bits(d), bits(scalar(x)), "{name}: element {k} of {}, input {x:?}", src.len());
+        }
+        assert!(dst[src.len()..].iter().all(|&d| bits(d) == bits(poison)), "{name} wrote past {}", src.len());
+    }
+
+    /// Every 16-bit pattern, then shorter rows of them at several offsets.
+    fn half_rows() -> Vec<Vec<u16>> {
+        let all: Vec<u16> = (0..=u16::MAX).collect();
+        let mut rows = vec![all.clone()];
+        for (k, &n) in LENGTHS.iter().enumerate() {
+            let at = (k * 4099) % (all.len() - n);
+            rows.push(all[at..at + n].to_vec());
+            rows.push(all[0x7C00 - n.min(0x7C00) / 2..][..n].to_vec());
+        }
+        rows
+    }
+
+    /// Random bits, the widened half patterns, and the edges of rounding (ties, overflow,
+    /// subnormals, NaNs with payloads), in rows of every length of [`LENGTHS`].
+    fn f32_rows() -> Vec<Vec<f32>> {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut values: Vec<f32> = (0..100_000).map(|_| f32::from_bits(rng.random())).collect();
+        values.extend((0..=u16::MAX).map(|h| ::half::f16::from_bits(h).to_f32()));
+        values.extend((0..=u16::MAX).map(|h| f32::from_bits((h as u32) << 16 | 0x8000)));
+        values.extend((0..=u16::MAX).map(|h| f32::from_bits((h as u32) << 16 | 0x7FFF)));
+        values.extend([65504.0, 65520.0, 65519.99, 6.1e-5, 5.96e-8, 2.98e-8, f32::MAX, f32::MIN_POSITIVE]);
+        values.extend([f32::from_bits(0x7F80_0001), f32::from_bits(0xFFC1_2345), f32::INFINITY, -0.0]);
+        let mut rows = vec![values.clone()];
+        rows.extend(LENGTHS.iter().map(|&n| values[values.len() - n..].to_vec()));
+        rows
+    }
+
+    #[test]
+    fn every_simd_conversion_matches_the_scalar_one() {
+        let f16_to_f32 = |h: u16| ::half::f16::from_bits(h).to_f32();
+        let f32_to_f16 = |x: f32| ::half::f16::from_f32(x).to_bits();
+        let bf16_half = |h: u16| ::half::bf16::from_bits(h).to_f32();
+        let (f32_bits, u16_bits) = (|x: f32| x.to_bits(), |h: u16| h as u32);
+        let mut ran = Vec::new();
+        for row in half_rows() {
+            for (name, g) in simd::all_widen_f16() {
+                check(name, g, &row, f16_to_f32, f32_bits, f32::from_bits(0x7FC0_DEAD));
+                ran.push(name);
+            }
+            for (name, g) in simd::all_widen_bf16() {
+                check(name, g, &row, bf16_to_f32, f32_bits, f32::from_bits(0x7FC0_DEAD));
+                ran.push(name);
+            }
+            for &h in &row {
+                assert_eq!(bf16_to_f32(h).to_bits(), bf16_half(h).to_bits(), "bf16 {h:#06x}");
+            }
+        }
+        for row in f32_rows() {
+            for (name, g) in simd::all_narrow_f16() {
+                check(name, g, &row, f32_to_f16, u16_bits, 0xDEAD);
+                ran.push(name);
+            }
+            for (name, g) in simd::all_narrow_bf16() {
+                check(name, g, &row, f32_to_bf16, u16_bits, 0xDEAD);
+                ran.push(name);
+            }
+            for &x in &row {
+                assert_eq!(
+                    f32_to_bf16(x),
+                    ::half::bf16::from_f32(x).to_bits(),
+                    "bf16 of {x:e} ({:#x})",
+                    x.to_bits()
+                );
+            }
+        }
+        ran.sort();
+        ran.dedup();
+        eprintln!("SIMD conversions checked on this CPU: {ran:?}");
+    }
 }
