@@ -1,5 +1,5 @@
 //! `row_load` and `row_store`: whole rows of `fp16`/`bf16` converted by a runtime helper
-//! (F16C or AVX2 where the CPU has them), bit for bit against the `half` crate — every
+//! (AVX-512, F16C or AVX2 where the CPU has them), bit for bit against the `half` crate — every
 //! 16-bit pattern widened, every pattern and a million `fp32` values rounded back — in
 //! rows at non-zero offsets, with counts that are not multiples of the helpers' eight
 //! lanes, from misaligned pointers, and bounds-checked as one range.

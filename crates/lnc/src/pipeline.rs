@@ -23,7 +23,7 @@ pub struct CompileOptions {
     /// Run the IR verifiers after every stage and pass (always on in debug builds).
     pub verify: bool,
     /// Convert the `fp16`/`bf16` rows a loop reads or writes in one runtime call each,
-    /// with F16C or AVX2 where the CPU has them (`row_load`/`row_store` in the loop IR),
+    /// with AVX-512, F16C or AVX2 where the CPU has them (`row_load`/`row_store` in the loop IR),
     /// instead of tile by tile in the JIT code, which Cranelift gives no such
     /// instructions. The results are the same bits either way.
     pub half_rows: bool,
