@@ -298,10 +298,19 @@ mod simd {
         narrow_bf16s!(all_detected)
     }
 
-    /// The mask of the first `left` (below 16) lanes.
+    /// Calls `group(k)` for every whole group of sixteen lanes `k..k + 16` of `0..n`, then
+    /// `last(k, mask)` for the partial group left, if any, `mask` enabling its lanes.
     #[cfg(target_arch = "x86_64")]
-    fn first_lanes(left: usize) -> u16 {
-        ((1u32 << left) - 1) as u16
+    #[inline(always)]
+    fn by_sixteen(n: usize, mut group: impl FnMut(usize), last: impl FnOnce(usize, u16)) {
+        let mut k = 0;
+        while k + 16 <= n {
+            group(k);
+            k += 16;
+        }
+        if k < n {
+            last(k, ((1u32 << (n - k)) - 1) as u16);
+        }
     }
 
     /// Converts all of `src` (up to `dst`'s length), sixteen lanes at a time; returns how
@@ -310,23 +319,20 @@ mod simd {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     fn widen_f16_avx512(src: &[u16], dst: &mut [f32]) -> usize {
         let n = src.len().min(dst.len());
-        let mut k = 0;
-        // SAFETY (both blocks): lanes `k..k + 16`, or the masked first `n - k` of them, are
-        // inside both slices; the accesses are unaligned.
-        while k + 16 <= n {
-            unsafe {
-                let h = _mm256_loadu_si256(src.as_ptr().add(k).cast());
-                _mm512_storeu_ps(dst.as_mut_ptr().add(k), _mm512_cvtph_ps(h));
-            }
-            k += 16;
-        }
-        if k < n {
-            let m = first_lanes(n - k);
-            unsafe {
-                let h = _mm256_maskz_loadu_epi16(m, src.as_ptr().add(k).cast());
-                _mm512_mask_storeu_ps(dst.as_mut_ptr().add(k), m, _mm512_cvtph_ps(h));
-            }
-        }
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        by_sixteen(
+            n,
+            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            |k| unsafe {
+                let h = _mm256_loadu_si256(src.add(k).cast());
+                _mm512_storeu_ps(dst.add(k), _mm512_cvtph_ps(h));
+            },
+            // SAFETY: the same, for the lanes `m` enables.
+            |k, m| unsafe {
+                let h = _mm256_maskz_loadu_epi16(m, src.add(k).cast());
+                _mm512_mask_storeu_ps(dst.add(k), m, _mm512_cvtph_ps(h));
+            },
+        );
         n
     }
 
@@ -337,22 +343,20 @@ mod simd {
     fn narrow_f16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
         const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
         let n = src.len().min(dst.len());
-        let mut k = 0;
-        // SAFETY: as in `widen_f16_avx512`.
-        while k + 16 <= n {
-            unsafe {
-                let x = _mm512_loadu_ps(src.as_ptr().add(k));
-                _mm256_storeu_si256(dst.as_mut_ptr().add(k).cast(), _mm512_cvtps_ph::<NEAREST>(x));
-            }
-            k += 16;
-        }
-        if k < n {
-            let m = first_lanes(n - k);
-            unsafe {
-                let x = _mm512_maskz_loadu_ps(m, src.as_ptr().add(k));
-                _mm256_mask_storeu_epi16(dst.as_mut_ptr().add(k).cast(), m, _mm512_cvtps_ph::<NEAREST>(x));
-            }
-        }
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        by_sixteen(
+            n,
+            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            |k| unsafe {
+                let x = _mm512_loadu_ps(src.add(k));
+                _mm256_storeu_si256(dst.add(k).cast(), _mm512_cvtps_ph::<NEAREST>(x));
+            },
+            // SAFETY: the same, for the lanes `m` enables.
+            |k, m| unsafe {
+                let x = _mm512_maskz_loadu_ps(m, src.add(k));
+                _mm256_mask_storeu_epi16(dst.add(k).cast(), m, _mm512_cvtps_ph::<NEAREST>(x));
+            },
+        );
         n
     }
 
@@ -361,6 +365,7 @@ mod simd {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     fn widen_bf16_avx512(src: &[u16], dst: &mut [f32]) -> usize {
         let n = src.len().min(dst.len());
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
         let (abs, inf, quiet) =
             (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000), _mm512_set1_epi32(0x0040_0000));
         let widen = |h: __m256i| {
@@ -369,22 +374,19 @@ mod simd {
             let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
             _mm512_mask_or_epi32(b, nan, b, quiet)
         };
-        let mut k = 0;
-        // SAFETY: as in `widen_f16_avx512`.
-        while k + 16 <= n {
-            unsafe {
-                let h = _mm256_loadu_si256(src.as_ptr().add(k).cast());
-                _mm512_storeu_si512(dst.as_mut_ptr().add(k).cast(), widen(h));
-            }
-            k += 16;
-        }
-        if k < n {
-            let m = first_lanes(n - k);
-            unsafe {
-                let h = _mm256_maskz_loadu_epi16(m, src.as_ptr().add(k).cast());
-                _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(k).cast(), m, widen(h));
-            }
-        }
+        by_sixteen(
+            n,
+            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            |k| unsafe {
+                let h = _mm256_loadu_si256(src.add(k).cast());
+                _mm512_storeu_si512(dst.add(k).cast(), widen(h));
+            },
+            // SAFETY: the same, for the lanes `m` enables.
+            |k, m| unsafe {
+                let h = _mm256_maskz_loadu_epi16(m, src.add(k).cast());
+                _mm512_mask_storeu_epi32(dst.add(k).cast(), m, widen(h));
+            },
+        );
         n
     }
 
@@ -393,6 +395,7 @@ mod simd {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     fn narrow_bf16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
         let n = src.len().min(dst.len());
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
         let (abs, inf) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
         let (one, bias, quiet) = (_mm512_set1_epi32(1), _mm512_set1_epi32(0x7FFF), _mm512_set1_epi32(0x40));
         let narrow = |b: __m512i| {
@@ -404,22 +407,19 @@ mod simd {
             // the truncating narrow keeps it.
             _mm512_mask_or_epi32(rounded, nan, high, quiet)
         };
-        let mut k = 0;
-        // SAFETY: as in `widen_f16_avx512`.
-        while k + 16 <= n {
-            unsafe {
-                let b = _mm512_loadu_si512(src.as_ptr().add(k).cast());
-                _mm256_storeu_si256(dst.as_mut_ptr().add(k).cast(), _mm512_cvtepi32_epi16(narrow(b)));
-            }
-            k += 16;
-        }
-        if k < n {
-            let m = first_lanes(n - k);
-            unsafe {
-                let b = _mm512_maskz_loadu_epi32(m, src.as_ptr().add(k).cast());
-                _mm512_mask_cvtepi32_storeu_epi16(dst.as_mut_ptr().add(k).cast(), m, narrow(b));
-            }
-        }
+        by_sixteen(
+            n,
+            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            |k| unsafe {
+                let b = _mm512_loadu_si512(src.add(k).cast());
+                _mm256_storeu_si256(dst.add(k).cast(), _mm512_cvtepi32_epi16(narrow(b)));
+            },
+            // SAFETY: the same, for the lanes `m` enables.
+            |k, m| unsafe {
+                let b = _mm512_maskz_loadu_epi32(m, src.add(k).cast());
+                _mm512_mask_cvtepi32_storeu_epi16(dst.add(k).cast(), m, narrow(b));
+            },
+        );
         n
     }
 
