@@ -44,6 +44,10 @@ pub(crate) enum Flow {
 /// Inlining deeper than this is treated as unbounded recursion.
 const MAX_INLINE_DEPTH: u32 = 32;
 
+/// Calls inlined into one kernel at most: every call of a `@jit` function is inlined, so a
+/// function calling the next twice, thirty deep, would otherwise expand 2³⁰ times.
+const MAX_INLINED_CALLS: u32 = 1 << 14;
+
 /// State of the lowering of one kernel.
 pub(crate) struct Lowerer<'a, 'f> {
     pub(crate) b: Builder<'f>,
@@ -53,6 +57,12 @@ pub(crate) struct Lowerer<'a, 'f> {
     pub(crate) diags: Vec<Diagnostic>,
     /// Inlined calls being lowered (the kernel is depth 0).
     pub(crate) depth: u32,
+    /// Calls inlined so far.
+    pub(crate) inlined: u32,
+    /// Inlining failed for good (too deep or too many): later calls fail at once instead of
+    /// expanding again, so that a recursive function calling itself twice stops after one
+    /// diagnostic instead of 2³² attempts.
+    pub(crate) inlining_failed: bool,
     /// Span of the function whose body is being lowered (for implicit returns).
     pub(crate) fn_span: Span,
     /// The scalar constants whose value may stand for a compile-time value: literals made
@@ -137,6 +147,8 @@ pub fn lower_kernel(
         env: Env::new(),
         diags: Vec::new(),
         depth: 0,
+        inlined: 0,
+        inlining_failed: false,
         fn_span: fdef.span,
         known: HashMap::new(),
     };
@@ -602,12 +614,26 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     pub(crate) fn call_jit(&mut self, index: usize, args: crate::args::CallArgs) -> R<Val> {
         let f = &self.ast.functions[index];
         let fname = f.name.name.clone();
-        if self.depth >= MAX_INLINE_DEPTH {
-            let d = Diagnostic::error(
-                format!("calls to `{fname}` nest too deeply (recursion is not supported)"),
-                args.span,
-                "",
-            );
+        if self.inlining_failed {
+            return Err(Failed);
+        }
+        self.inlined += 1;
+        if self.depth >= MAX_INLINE_DEPTH || self.inlined > MAX_INLINED_CALLS {
+            self.inlining_failed = true;
+            let d = if self.depth >= MAX_INLINE_DEPTH {
+                Diagnostic::error(
+                    format!("calls to `{fname}` nest too deeply (recursion is not supported)"),
+                    args.span,
+                    "",
+                )
+            } else {
+                Diagnostic::error(
+                    format!("more than {MAX_INLINED_CALLS} calls inlined into this kernel"),
+                    args.span,
+                    "one call too many",
+                )
+                .with_help("every call of a `@jit` function is inlined: a function calling others several times each multiplies them")
+            };
             return self.fail(d);
         }
         let mut bound: Vec<Option<Opnd>> = vec![None; f.params.len()];

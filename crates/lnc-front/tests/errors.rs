@@ -689,3 +689,116 @@ def k(Out):
     tl.store(Out, a)
 "#
 );
+
+// A recursive function calling itself twice: one diagnostic, at once (it used to expand
+// 2³² times before giving up, found by the `front` fuzz target).
+error_test!(
+    recursion_calling_itself_twice,
+    "*fp32",
+    r#"
+@triton.jit
+def _r(x):
+    a = _r(x)
+    b = _r(x * 2.0)
+    return a + b
+
+@triton.jit
+def k(X):
+    tl.store(X, _r(tl.load(X)))
+"#
+);
+
+// Twenty functions each calling the next twice would inline 2²⁰ calls.
+error_test!(
+    too_many_inlined_calls,
+    "*fp32",
+    r#"
+@triton.jit
+def _f0(x):
+    return _f1(x) + _f1(x)
+
+@triton.jit
+def _f1(x):
+    return _f2(x) + _f2(x)
+
+@triton.jit
+def _f2(x):
+    return _f3(x) + _f3(x)
+
+@triton.jit
+def _f3(x):
+    return _f4(x) + _f4(x)
+
+@triton.jit
+def _f4(x):
+    return _f5(x) + _f5(x)
+
+@triton.jit
+def _f5(x):
+    return _f6(x) + _f6(x)
+
+@triton.jit
+def _f6(x):
+    return _f7(x) + _f7(x)
+
+@triton.jit
+def _f7(x):
+    return _f8(x) + _f8(x)
+
+@triton.jit
+def _f8(x):
+    return _f9(x) + _f9(x)
+
+@triton.jit
+def _f9(x):
+    return _f10(x) + _f10(x)
+
+@triton.jit
+def _f10(x):
+    return _f11(x) + _f11(x)
+
+@triton.jit
+def _f11(x):
+    return _f12(x) + _f12(x)
+
+@triton.jit
+def _f12(x):
+    return _f13(x) + _f13(x)
+
+@triton.jit
+def _f13(x):
+    return _f14(x) + _f14(x)
+
+@triton.jit
+def _f14(x):
+    return _f15(x) + _f15(x)
+
+@triton.jit
+def _f15(x):
+    return _f16(x) + _f16(x)
+
+@triton.jit
+def _f16(x):
+    return _f17(x) + _f17(x)
+
+@triton.jit
+def _f17(x):
+    return _f18(x) + _f18(x)
+
+@triton.jit
+def _f18(x):
+    return _f19(x) + _f19(x)
+
+@triton.jit
+def _f19(x):
+    return _f20(x) + _f20(x)
+
+@triton.jit
+def _f20(x):
+    return x
+
+@triton.jit
+def k(X):
+    tl.store(X, _f0(tl.load(X)))
+"#
+);
