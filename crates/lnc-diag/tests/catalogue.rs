@@ -328,6 +328,18 @@ const SECTIONS: &[Section] = &[
             ),
             e(
                 &FRONT,
+                "recursion_calling_itself_twice",
+                "Recursive `@jit` function",
+                "Every call of a `@jit` function is inlined, so a function that calls itself without a compile-time end nests past 32 levels; write the repetition as a loop.",
+            ),
+            e(
+                &FRONT,
+                "too_many_inlined_calls",
+                "Too many inlined calls",
+                "Every call of a `@jit` function is inlined, and helpers that call others several times each multiply them past 16,384 calls in one kernel; call the helpers from a loop or fewer times.",
+            ),
+            e(
+                &FRONT,
                 "not_a_range",
                 "Loop over something other than a range",
                 "Kernels loop over `range`, `tl.range` or `tl.static_range`; loop over indices and pick the element inside.",
