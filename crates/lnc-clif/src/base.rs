@@ -58,7 +58,10 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) streaming: bool,
     /// Helper calls emitted so far.
     calls: u32,
-    /// The scalars loops broadcast, kept in stack slots ([`reload_broadcast_scalars`]).
+    /// For each loop, the scalars it broadcasts, when the function calls helpers (they
+    /// are kept in stack slots, [`reload_broadcast_scalars`]); empty otherwise.
+    broadcasts: HashMap<lir::Inst, Vec<lir::Value>>,
+    /// All of those scalars.
     rebroadcast: HashSet<lir::Value>,
     /// Their slots, and the number of calls emitted when each was saved.
     saved: HashMap<lir::Value, (StackSlot, u32)>,
@@ -132,9 +135,12 @@ pub(crate) fn codegen_fn(
         wide: HashMap::new(),
         streaming: false,
         calls: 0,
-        rebroadcast: rebroadcast_set(f),
+        broadcasts: HashMap::new(),
+        rebroadcast: HashSet::new(),
         saved: HashMap::new(),
     };
+    fx.broadcasts = loop_broadcasts(f);
+    fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
     if opts.checked {
         load_checked_args(&mut fx)?;
     }
@@ -877,17 +883,17 @@ fn calls_helper(f: &lir::Function, inst: lir::Inst) -> bool {
     }
 }
 
-/// Every scalar some loop broadcasts, when the function calls helpers (see
-/// [`reload_broadcast_scalars`]); empty otherwise.
-fn rebroadcast_set(f: &lir::Function) -> HashSet<lir::Value> {
+/// For each loop, the scalars it broadcasts ([`broadcast_operands`]), when the function
+/// calls helpers (see [`reload_broadcast_scalars`]); empty otherwise.
+fn loop_broadcasts(f: &lir::Function) -> HashMap<lir::Inst, Vec<lir::Value>> {
     let insts = f.live_insts();
     if !insts.iter().any(|&i| calls_helper(f, i)) {
-        return HashSet::new();
+        return HashMap::new();
     }
     insts
         .into_iter()
         .filter(|&i| f.insts[i].opcode == Opcode::For)
-        .flat_map(|i| broadcast_operands(f, i))
+        .map(|i| (i, broadcast_operands(f, i)))
         .collect()
 }
 
@@ -920,17 +926,18 @@ fn save_broadcast_scalars(fx: &mut FunctionCx, inst: lir::Inst) {
 ///
 /// Cranelift's egraph merges the broadcasts of one scalar in consecutive loops into one
 /// vector defined in front of the first loop. Kept alive in between, that vector crosses
-/// the helper calls between or inside loops (`row_load`, `row_store`, `exp`, …), which clobber every vector
-/// register, and regalloc2 then keeps it in a stack slot inside the next loop: a reload
-/// and a store every iteration (measured on the forward with fp16 `w` and `b`: 1.56× the
-/// time of fp32 for 1.09× the instructions). A load after the call is a new value (no
-/// load is forwarded across a call), so each such loop broadcasts in front of itself.
+/// the helper calls between or inside loops (`row_load`, `row_store`, `exp`, …), which
+/// clobber every vector register, and regalloc2 then keeps it in a stack slot inside the
+/// next loop: a reload and a store every iteration (measured on the forward with fp16
+/// `w` and `b`: 1.56× the time of fp32 for 1.09× the instructions). A load after the call
+/// is a new value (no load is forwarded across a call), so each such loop broadcasts in
+/// front of itself.
 fn reload_broadcast_scalars(fx: &mut FunctionCx, inst: lir::Inst) -> Vec<(lir::Value, Option<CVal>)> {
     if fx.saved.is_empty() {
         return Vec::new();
     }
     let mut old = Vec::new();
-    for v in broadcast_operands(fx.f, inst) {
+    for &v in fx.broadcasts.get(&inst).into_iter().flatten() {
         let (Some(&(slot, calls)), Some(CVal::Scalar(s))) = (fx.saved.get(&v), &fx.values[v]) else {
             continue;
         };

@@ -190,8 +190,9 @@ extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64) {
     unsafe { convert_row(src, dst, n, whole, f32_to_bf16) }
 }
 
-/// A SIMD row conversion: converts the whole groups of eight of `src` into `dst` and
-/// returns how many elements that is. Unsafe to call on a CPU without its features.
+/// A SIMD row conversion: converts a prefix of `src` into `dst` (its whole groups of
+/// eight, or all of it with masks) and returns how many elements that is; the caller
+/// converts the rest. Unsafe to call on a CPU without its features.
 type Groups<S, D> = unsafe fn(&[S], &mut [D]) -> usize;
 
 /// Converts `src` into `dst`: with `groups` (when this CPU can run it), then the last

@@ -618,22 +618,29 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             return Err(Failed);
         }
         self.inlined += 1;
-        if self.depth >= MAX_INLINE_DEPTH || self.inlined > MAX_INLINED_CALLS {
-            self.inlining_failed = true;
-            let d = if self.depth >= MAX_INLINE_DEPTH {
-                Diagnostic::error(
-                    format!("calls to `{fname}` nest too deeply (recursion is not supported)"),
-                    args.span,
-                    "",
-                )
-            } else {
+        let limit = if self.depth >= MAX_INLINE_DEPTH {
+            Some(Diagnostic::error(
+                format!("calls to `{fname}` nest too deeply (recursion is not supported)"),
+                args.span,
+                "",
+            ))
+        } else if self.inlined > MAX_INLINED_CALLS {
+            Some(
                 Diagnostic::error(
                     format!("more than {MAX_INLINED_CALLS} calls inlined into this kernel"),
                     args.span,
                     "one call too many",
                 )
-                .with_help("every call of a `@jit` function is inlined: a function calling others several times each multiplies them")
-            };
+                .with_help(
+                    "every call of a `@jit` function is inlined: a function calling others several \
+                     times each multiplies them",
+                ),
+            )
+        } else {
+            None
+        };
+        if let Some(d) = limit {
+            self.inlining_failed = true;
             return self.fail(d);
         }
         let mut bound: Vec<Option<Opnd>> = vec![None; f.params.len()];
