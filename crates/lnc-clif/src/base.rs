@@ -640,14 +640,16 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             memory::codegen_scratch_store(fx, slot, data.args[0], data.args[1])?;
             return Ok(());
         }
-        Opcode::RowLoad { slot, site, .. } | Opcode::RowStore { slot, site } => {
-            nargs(3)?;
-            let (load, once) = match data.opcode {
-                Opcode::RowLoad { once, .. } => (true, once),
-                _ => (false, None),
+        Opcode::RowLoad { slot, site, .. } | Opcode::RowStore { slot, site, .. } => {
+            let (load, once, stream) = match data.opcode {
+                Opcode::RowLoad { once, .. } => (true, once, false),
+                Opcode::RowStore { stream, .. } => (false, None, stream),
+                _ => unreachable!("matched above"),
             };
+            nargs(3 + stream as usize)?;
             let [ptr, offset, count] = [data.args[0], data.args[1], data.args[2]];
-            return half::codegen_row(fx, (load, once), (slot, site), [ptr, offset, count]);
+            let stream = stream.then(|| data.args[3]);
+            return half::codegen_row(fx, (load, once, stream), (slot, site), [ptr, offset, count]);
         }
         Opcode::ReduceLanes(op) => {
             nargs(1)?;

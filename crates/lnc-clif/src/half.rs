@@ -623,10 +623,11 @@ pub(crate) fn codegen_bitcast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Res
 
 /// `row_load` (`load`) or `row_store`: one call of a row helper of [`crate::helpers`]
 /// converting `count` elements between `ptr + offset` and scratch buffer `slot`; under a
-/// safe launch, one range check of the whole row first.
+/// safe launch, one range check of the whole row first. A `row_store` passes its
+/// `stream` flag (false without one) to the helper.
 pub(crate) fn codegen_row(
     fx: &mut FunctionCx,
-    (load, once): (bool, Option<u8>),
+    (load, once, stream): (bool, Option<u8>, Option<lir::Value>),
     (slot, site): (u32, u32),
     [ptr, offset, count]: [lir::Value; 3],
 ) -> Result<(), CodegenError> {
@@ -678,8 +679,18 @@ pub(crate) fn codegen_row(
         fx.bcx.ins().jump(cont, &[]);
         fx.bcx.switch_to_block(cont);
     }
-    let args = if load { [first, scratch, n] } else { [scratch, first, n] };
-    fx.call_helper(name, &[types::I64; 3], &[], &args)?;
+    if load {
+        fx.call_helper(name, &[types::I64; 3], &[], &[first, scratch, n])?;
+    } else {
+        let stream = match stream {
+            Some(flag) => {
+                let flag = fx.scalar(flag)?;
+                fx.bcx.ins().uextend(types::I64, flag)
+            }
+            None => fx.bcx.ins().iconst(types::I64, 0),
+        };
+        fx.call_helper(name, &[types::I64; 4], &[], &[scratch, first, n, stream])?;
+    }
     if let Some(done) = skip {
         fx.bcx.ins().jump(done, &[]);
         fx.bcx.switch_to_block(done);

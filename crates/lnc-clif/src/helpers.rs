@@ -168,10 +168,12 @@ extern "C" fn lnc_row_f16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
     unsafe { convert_row(src, dst, n, whole, f16_to_f32) }
 }
 
-/// Rounds an fp32 scratch row to fp16 (to nearest even) into memory.
-extern "C" fn lnc_row_f32_to_f16(src: *const f32, dst: *mut u16, n: i64) {
+/// Rounds an fp32 scratch row to fp16 (to nearest even) into memory; `stream` non-zero:
+/// whole groups with non-temporal stores where `dst` is 16-byte aligned (lnc-tile's
+/// `stream` decided that the launch writes more than the caches keep).
+extern "C" fn lnc_row_f32_to_f16(src: *const f32, dst: *mut u16, n: i64, stream: i64) {
     let f32_to_f16 = |x: f32| ::half::f16::from_f32(x).to_bits();
-    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_f16(), f32_to_f16);
+    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_f16(stream != 0), f32_to_f16);
     // SAFETY: see `convert_row`.
     unsafe { convert_row(src, dst, n, whole, f32_to_f16) }
 }
@@ -183,9 +185,9 @@ extern "C" fn lnc_row_bf16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
     unsafe { convert_row(src, dst, n, whole, bf16_to_f32) }
 }
 
-/// Rounds an fp32 scratch row to bf16 into memory.
-extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64) {
-    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_bf16(), f32_to_bf16);
+/// Rounds an fp32 scratch row to bf16 into memory; `stream` as for fp16.
+extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64, stream: i64) {
+    let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_bf16(stream != 0), f32_to_bf16);
     // SAFETY: see `convert_row`.
     unsafe { convert_row(src, dst, n, whole, f32_to_bf16) }
 }
@@ -219,7 +221,7 @@ mod simd {
     /// The first of `conversions` whose features the CPU has (detected once, then cached
     /// by `std`).
     macro_rules! first_detected {
-        ($(($($feature:tt),+) => $conversion:ident),+ $(,)?) => {{
+        ($(($($feature:tt),+) => $conversion:expr),+ $(,)?) => {{
             $(
                 #[cfg(target_arch = "x86_64")]
                 if $(std::arch::is_x86_feature_detected!($feature))&&+ {
@@ -234,7 +236,7 @@ mod simd {
     /// check each against the scalar one whichever the helpers pick).
     #[cfg(test)]
     macro_rules! all_detected {
-        ($(($($feature:tt),+) => $conversion:ident),+ $(,)?) => {{
+        ($(($($feature:tt),+) => $conversion:expr),+ $(,)?) => {{
             #[allow(unused_mut)]
             let mut v: Vec<(&'static str, _)> = Vec::new();
             $(
@@ -254,29 +256,35 @@ mod simd {
         ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => widen_f16_avx512, ("f16c") => widen_f16c) };
     }
     macro_rules! narrow_f16s {
-        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => narrow_f16_avx512, ("f16c") => narrow_f16c) };
+        ($m:ident, $nt:literal) => {
+            $m!(("avx512f", "avx512bw", "avx512vl") => narrow_f16_avx512::<$nt>, ("f16c") => narrow_f16c::<$nt>)
+        };
     }
     macro_rules! widen_bf16s {
         ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => widen_bf16_avx512, ("avx2") => widen_avx2) };
     }
     macro_rules! narrow_bf16s {
-        ($m:ident) => { $m!(("avx512f", "avx512bw", "avx512vl") => narrow_bf16_avx512, ("avx2") => narrow_avx2) };
+        ($m:ident, $nt:literal) => {
+            $m!(("avx512f", "avx512bw", "avx512vl") => narrow_bf16_avx512::<$nt>, ("avx2") => narrow_avx2::<$nt>)
+        };
     }
 
     pub(super) fn widen_f16() -> Option<Groups<u16, f32>> {
         widen_f16s!(first_detected)
     }
 
-    pub(super) fn narrow_f16() -> Option<Groups<f32, u16>> {
-        narrow_f16s!(first_detected)
+    /// `stream`: the conversion that stores whole groups non-temporally when the row is
+    /// 16-byte aligned.
+    pub(super) fn narrow_f16(stream: bool) -> Option<Groups<f32, u16>> {
+        if stream { narrow_f16s!(first_detected, true) } else { narrow_f16s!(first_detected, false) }
     }
 
     pub(super) fn widen_bf16() -> Option<Groups<u16, f32>> {
         widen_bf16s!(first_detected)
     }
 
-    pub(super) fn narrow_bf16() -> Option<Groups<f32, u16>> {
-        narrow_bf16s!(first_detected)
+    pub(super) fn narrow_bf16(stream: bool) -> Option<Groups<f32, u16>> {
+        if stream { narrow_bf16s!(first_detected, true) } else { narrow_bf16s!(first_detected, false) }
     }
 
     #[cfg(test)]
@@ -286,7 +294,9 @@ mod simd {
 
     #[cfg(test)]
     pub(super) fn all_narrow_f16() -> Vec<(&'static str, Groups<f32, u16>)> {
-        narrow_f16s!(all_detected)
+        let mut v = narrow_f16s!(all_detected, false);
+        v.extend(narrow_f16s!(all_detected, true));
+        v
     }
 
     #[cfg(test)]
@@ -296,7 +306,42 @@ mod simd {
 
     #[cfg(test)]
     pub(super) fn all_narrow_bf16() -> Vec<(&'static str, Groups<f32, u16>)> {
-        narrow_bf16s!(all_detected)
+        let mut v = narrow_bf16s!(all_detected, false);
+        v.extend(narrow_bf16s!(all_detected, true));
+        v
+    }
+
+    /// Stores the eight halves `h` at `p`: non-temporally when `nt` (`p` then 16-byte
+    /// aligned), so that the line is written without first being read.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    unsafe fn put_8(p: *mut u16, h: __m128i, nt: bool) {
+        // SAFETY: the caller's: `p` is valid for eight elements, aligned when `nt`.
+        unsafe { if nt { _mm_stream_si128(p.cast(), h) } else { _mm_storeu_si128(p.cast(), h) } }
+    }
+
+    /// Stores the sixteen halves `h` at `p` as [`put_8`] does (two 16-byte halves when
+    /// `nt`: the row is 16-byte aligned, not always 32).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn put_16(p: *mut u16, h: __m256i, nt: bool) {
+        // SAFETY: the caller's: `p` is valid for sixteen elements, aligned when `nt`.
+        unsafe {
+            if nt {
+                _mm_stream_si128(p.cast(), _mm256_castsi256_si128(h));
+                _mm_stream_si128(p.add(8).cast(), _mm256_extracti128_si256::<1>(h));
+            } else {
+                _mm256_storeu_si256(p.cast(), h)
+            }
+        }
+    }
+
+    /// Whether a conversion of stream mode `NT` stores to `dst` non-temporally: only when
+    /// aligned, so every whole group (16 or 32 bytes from the start) is too.
+    fn streams<const NT: bool>(dst: *const u16) -> bool {
+        NT && dst.addr().is_multiple_of(16)
     }
 
     /// Calls `group(k)` for every whole group of sixteen lanes `k..k + 16` of `0..n`, then
@@ -341,16 +386,17 @@ mod simd {
     /// sixteen lanes at a time; returns how many elements that is.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    fn narrow_f16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
+    fn narrow_f16_avx512<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
         const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
         let n = src.len().min(dst.len());
         let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        let nt = streams::<NT>(dst);
         by_sixteen(
             n,
-            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            // SAFETY: lanes `k..k + 16` are inside both slices; aligned when `nt`.
             |k| unsafe {
                 let x = _mm512_loadu_ps(src.add(k));
-                _mm256_storeu_si256(dst.add(k).cast(), _mm512_cvtps_ph::<NEAREST>(x));
+                put_16(dst.add(k), _mm512_cvtps_ph::<NEAREST>(x), nt);
             },
             // SAFETY: the same, for the lanes `m` enables.
             |k, m| unsafe {
@@ -394,9 +440,10 @@ mod simd {
     /// `f32_to_bf16` on all of `src` (up to `dst`'s length), sixteen lanes at a time.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    fn narrow_bf16_avx512(src: &[f32], dst: &mut [u16]) -> usize {
+    fn narrow_bf16_avx512<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
         let n = src.len().min(dst.len());
         let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        let nt = streams::<NT>(dst);
         let (abs, inf) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
         let (one, bias, quiet) = (_mm512_set1_epi32(1), _mm512_set1_epi32(0x7FFF), _mm512_set1_epi32(0x40));
         let narrow = |b: __m512i| {
@@ -410,10 +457,10 @@ mod simd {
         };
         by_sixteen(
             n,
-            // SAFETY: lanes `k..k + 16` are inside both slices; the accesses are unaligned.
+            // SAFETY: lanes `k..k + 16` are inside both slices; aligned when `nt`.
             |k| unsafe {
                 let b = _mm512_loadu_si512(src.add(k).cast());
-                _mm256_storeu_si256(dst.add(k).cast(), _mm512_cvtepi32_epi16(narrow(b)));
+                put_16(dst.add(k), _mm512_cvtepi32_epi16(narrow(b)), nt);
             },
             // SAFETY: the same, for the lanes `m` enables.
             |k, m| unsafe {
@@ -443,14 +490,15 @@ mod simd {
     /// returns how many elements it converted.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx,f16c")]
-    fn narrow_f16c(src: &[f32], dst: &mut [u16]) -> usize {
+    fn narrow_f16c<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
         let n = src.len().min(dst.len()) / 8 * 8;
+        let nt = streams::<NT>(dst.as_ptr());
         for k in (0..n).step_by(8) {
-            // SAFETY: `k + 8 <= n` is inside both slices; the accesses are unaligned.
+            // SAFETY: `k + 8 <= n` is inside both slices; aligned when `nt`.
             unsafe {
                 let x = _mm256_loadu_ps(src.as_ptr().add(k));
                 let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
-                _mm_storeu_si128(dst.as_mut_ptr().add(k).cast(), h);
+                put_8(dst.as_mut_ptr().add(k), h, nt);
             }
         }
         n
@@ -480,12 +528,13 @@ mod simd {
     /// `f32_to_bf16` on whole groups of eight; returns how many elements it converted.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn narrow_avx2(src: &[f32], dst: &mut [u16]) -> usize {
+    fn narrow_avx2<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
         let n = src.len().min(dst.len()) / 8 * 8;
+        let nt = streams::<NT>(dst.as_ptr());
         let (abs, inf) = (_mm256_set1_epi32(0x7FFF_FFFF), _mm256_set1_epi32(0x7F80_0000));
         let (one, bias, quiet) = (_mm256_set1_epi32(1), _mm256_set1_epi32(0x7FFF), _mm256_set1_epi32(0x40));
         for k in (0..n).step_by(8) {
-            // SAFETY: `k + 8 <= n` is inside both slices; the accesses are unaligned.
+            // SAFETY: `k + 8 <= n` is inside both slices; aligned when `nt`.
             unsafe {
                 let b = _mm256_loadu_si256(src.as_ptr().add(k).cast());
                 let nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs), inf);
@@ -496,7 +545,7 @@ mod simd {
                 // Lanes hold values below 2¹⁶: the unsigned pack keeps them. It packs per
                 // 128-bit half, so the two halves' low quarters are gathered after.
                 let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(r, r));
-                _mm_storeu_si128(dst.as_mut_ptr().add(k).cast(), _mm256_castsi256_si128(packed));
+                put_8(dst.as_mut_ptr().add(k), _mm256_castsi256_si128(packed), nt);
             }
         }
         n
@@ -545,8 +594,9 @@ mod tests {
     const LENGTHS: [usize; 12] = [0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 1000];
 
     /// Converts `src` with `groups` and the scalar loop after it (as the row helpers do)
-    /// into a longer poisoned `dst`: every element must be `scalar`'s, bit for bit, and
-    /// nothing past the row written.
+    /// into a poisoned `dst` longer on both sides, once 16-byte aligned and once not (the
+    /// streaming narrowings store non-temporally only when aligned): every element must
+    /// be `scalar`'s, bit for bit, and nothing outside the row written.
     fn check<S: Copy + std::fmt::Debug, D: Copy>(
         name: &str,
         groups: Groups<S, D>,
@@ -555,12 +605,27 @@ mod tests {
         bits: impl Fn(D) -> u32,
         poison: D,
     ) {
-        let mut dst = vec![poison; src.len() + 5];
-        in_groups(src, &mut dst[..src.len()], Some(groups), &scalar);
-        for (k, (&x, &d)) in src.iter().zip(&dst).enumerate() {
-            assert_eq!(bits(d), bits(scalar(x)), "{name}: element {k} of {}, input {x:?}", src.len());
+        let mut buf = vec![poison; src.len() + 32];
+        let aligned = buf.as_ptr().align_offset(16).min(15);
+        for at in [aligned, aligned + 1] {
+            buf.fill(poison);
+            in_groups(src, &mut buf[at..at + src.len()], Some(groups), &scalar);
+            let dst = &buf[at..at + src.len()];
+            for (k, (&x, &d)) in src.iter().zip(dst).enumerate() {
+                assert_eq!(
+                    bits(d),
+                    bits(scalar(x)),
+                    "{name} at {at}: element {k} of {}, input {x:?}",
+                    src.len()
+                );
+            }
+            let outside = buf[..at].iter().chain(&buf[at + src.len()..]);
+            assert!(
+                outside.into_iter().all(|&d| bits(d) == bits(poison)),
+                "{name} wrote outside {}",
+                src.len()
+            );
         }
-        assert!(dst[src.len()..].iter().all(|&d| bits(d) == bits(poison)), "{name} wrote past {}", src.len());
     }
 
     /// Every 16-bit pattern, then shorter rows of them at several offsets.

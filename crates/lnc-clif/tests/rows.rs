@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use half::{bf16, f16};
+use lnc_clif::CodegenOptions;
 use lnc_lir::*;
 use lnc_runtime::{Fault, LaunchError, Status, pack_int};
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -49,8 +50,8 @@ fn widen_kernel(d: DType) -> Function {
 }
 
 /// Each element of `X: *from` put in scratch of `held` (cast to it), then `row_store`d to
-/// `Y: *d` (slots: X, Y, n).
-fn narrow_kernel(from: DType, held: DType, d: DType) -> Function {
+/// `Y: *d` (slots: X, Y, n); with `stream`, under a `stream_ok` flag of the row.
+fn narrow_kernel(from: DType, held: DType, d: DType, stream: bool) -> Function {
     let mut b = B::new("narrow");
     let x = b.ptr(0, from);
     let y = b.ptr(1, d);
@@ -66,7 +67,13 @@ fn narrow_kernel(from: DType, held: DType, d: DType) -> Function {
         b.inst(Opcode::ScratchStore(s), &[i, v], &[]);
         vec![]
     });
-    b.inst(Opcode::RowStore { slot: s, site: sy }, &[y, start, count], &[]);
+    if stream {
+        let at = b.val(Opcode::PtrAdd, &[y, start], Ty::Ptr(d));
+        let ok = b.val(Opcode::StreamOk, &[at, count], Ty::Scalar(DType::I1));
+        b.inst(Opcode::RowStore { slot: s, site: sy, stream: true }, &[y, start, count, ok], &[]);
+    } else {
+        b.inst(Opcode::RowStore { slot: s, site: sy, stream: false }, &[y, start, count], &[]);
+    }
     b.finish()
 }
 
@@ -74,10 +81,15 @@ fn grid(n: usize) -> [u32; 3] {
     [n.div_ceil(ROW as usize) as u32, 1, 1]
 }
 
-/// Runs `f` (slots X, Y, n) on `input` with `Y` filled with `fill`, in both modes; with
-/// `misaligned`, the half-typed side sits one byte off its alignment.
+/// Both modes, each also with every `stream_ok` true where aligned (a threshold of 0).
+fn modes() -> Vec<CodegenOptions> {
+    MODES.iter().flat_map(|&m| [m, CodegenOptions { stream_bytes: 0, ..m }]).collect()
+}
+
+/// Runs `f` (slots X, Y, n) on `input` with `Y` filled with `fill`, in every mode of
+/// [`modes`]; with `misaligned`, the half-typed side sits one byte off its alignment.
 fn run_rows<I: Copy, O: Copy>(f: &Function, input: &[I], fill: O, misaligned: bool) -> Vec<Vec<O>> {
-    MODES
+    modes()
         .iter()
         .map(|opts| {
             let k = compile_ok(f, opts);
@@ -143,9 +155,10 @@ fn every_fp16_and_bf16_pattern_back_through_a_row_store() {
     let pats = all_patterns();
     for d in [DType::F16, DType::BF16] {
         // Held as the dtype (its fp32 value) and stored: the pattern, NaNs quieted.
-        let f = narrow_kernel(d, d, d);
-        for misaligned in [false, true] {
-            for (m, got) in run_rows(&f, &pats, 0u16, misaligned).into_iter().enumerate() {
+        for (f, misaligned) in
+            [false, true].map(|s| narrow_kernel(d, d, d, s)).iter().flat_map(|f| [(f, false), (f, true)])
+        {
+            for (m, got) in run_rows(f, &pats, 0u16, misaligned).into_iter().enumerate() {
                 for (i, (&g, &h)) in got.iter().zip(&pats).enumerate() {
                     let want = from_f32(d, to_f32(d, h));
                     assert_eq!(g, want, "{d}, misaligned {misaligned}, mode {m}: {h:#06x} (element {i})");
@@ -168,9 +181,9 @@ fn fp32_rows_round_to_fp16_and_bf16_bit_exactly() {
         // A last row of 5 elements.
         inputs.truncate(inputs.len() / ROW as usize * ROW as usize + 5);
         let xs: Vec<f32> = inputs.iter().map(|&u| f32::from_bits(u)).collect();
-        let f = narrow_kernel(DType::F32, DType::F32, d);
-        for misaligned in [false, true] {
-            for (m, got) in run_rows(&f, &xs, 0u16, misaligned).into_iter().enumerate() {
+        let kernels = [false, true].map(|s| narrow_kernel(DType::F32, DType::F32, d, s));
+        for (f, misaligned) in kernels.iter().flat_map(|f| [(f, false), (f, true)]) {
+            for (m, got) in run_rows(f, &xs, 0u16, misaligned).into_iter().enumerate() {
                 for (i, (&g, &x)) in got.iter().zip(&xs).enumerate() {
                     let want = from_f32(d, x);
                     assert_eq!(
@@ -206,7 +219,7 @@ fn a_row_past_the_end_faults_at_the_first_element_outside() {
         let fault = Fault { site: 0, arg: 0, offset: ROW };
         assert_eq!(r, Err(LaunchError::Fault { status: Status::OutOfBounds, pid: [1, 0, 0], fault }));
 
-        let k = compile_ok(&narrow_kernel(DType::F32, DType::F32, d), &Default::default());
+        let k = compile_ok(&narrow_kernel(DType::F32, DType::F32, d, true), &Default::default());
         let mut x = vec![1.0f32; 10];
         let mut y = vec![0u16; 9];
         let r = run(&k, [1, 1, 1], &[slot(&mut x), slot(&mut y), scalar(pack_int(10))], None);

@@ -191,14 +191,17 @@ pub enum Opcode {
         /// that the buffer holds it already. The buffer must be written by nothing else.
         once: Option<u8>,
     },
-    /// `(ptr, offset: int scalar, count: i32 scalar) -> ()`: writes elements `[0, count)`
-    /// of scratch buffer `slot` (of the pointee's half dtype or `fp32`) to the `count`
-    /// elements at `ptr + offset`, rounded to the pointee's dtype (to nearest even).
+    /// `(ptr, offset: int scalar, count: i32 scalar [, stream]) -> ()`: writes elements
+    /// `[0, count)` of scratch buffer `slot` (of the pointee's half dtype or `fp32`) to the
+    /// `count` elements at `ptr + offset`, rounded to the pointee's dtype (to nearest even).
     RowStore {
         /// Scratch buffer read.
         slot: u32,
         /// Index into [`Function::sites`].
         site: u32,
+        /// An `i1` operand follows the count (see [`Opcode::StreamOk`]): when true, the
+        /// helper writes whole 16-byte groups with non-temporal stores.
+        stream: bool,
     },
     /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
     ReduceLanes(ReduceOp),
@@ -247,7 +250,8 @@ pub struct InstData {
 }
 
 impl InstData {
-    /// The `stream_ok` flag operand of a streaming store.
+    /// The `stream_ok` flag operand of a streaming store (not of a `row_store`, whose
+    /// flag is an operand of its helper call, not a choice between loop copies).
     pub fn stream_flag(&self) -> Option<Value> {
         match self.opcode {
             Opcode::Store { stream: true, has_mask, .. } => self.args.get(3 + has_mask as usize).copied(),

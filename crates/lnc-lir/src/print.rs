@@ -201,18 +201,21 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
                 let _ = write!(s, ", {}", list(names, &args[1..]));
             }
         }
-        Opcode::RowLoad { slot, site: k, .. } | Opcode::RowStore { slot, site: k } => {
+        Opcode::RowLoad { slot, site: k, .. } | Opcode::RowStore { slot, site: k, .. } => {
             let m = match data.opcode {
                 Opcode::RowLoad { once: Some(flag), .. } => format!("row_load.once({flag})"),
                 op => op.mnemonic().to_string(),
             };
             match args[..] {
-                [p, o, n] => {
+                [p, o, n] | [p, o, n, _] => {
                     let (p, o, n) = (names.name(p), names.name(o), names.name(n));
                     if matches!(data.opcode, Opcode::RowLoad { .. }) {
                         let _ = write!(s, "{m} s{slot}[0..{n}] <- {p}[{o}..]");
                     } else {
                         let _ = write!(s, "{m} {p}[{o}..] <- s{slot}[0..{n}]");
+                    }
+                    if let (Opcode::RowStore { stream: true, .. }, Some(&ok)) = (data.opcode, args.get(3)) {
+                        let _ = write!(s, " stream {}", names.name(ok));
                     }
                 }
                 _ => {

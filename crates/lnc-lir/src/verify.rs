@@ -789,15 +789,19 @@ impl<'a> Verifier<'a> {
                     );
                 }
             }
-            Opcode::RowLoad { slot, site, .. } | Opcode::RowStore { slot, site } => {
+            Opcode::RowLoad { slot, site, .. } | Opcode::RowStore { slot, site, .. } => {
                 self.site(i, site, true);
                 if let Opcode::RowLoad { once: Some(k), .. } = data.opcode
                     && (k as u32 + 1) * 4 > crate::SCRATCH_FLAG_BYTES
                 {
                     self.err(Some(i), format!("flag {k} is past the scratch area's zeroed flag bytes"));
                 }
-                if !self.counts(i, 3, 0) {
+                let stream = matches!(data.opcode, Opcode::RowStore { stream: true, .. });
+                if !self.counts(i, 3 + stream as usize, 0) {
                     return;
+                }
+                if stream {
+                    self.value_of(i, args[3], "the streaming flag", Ty::Scalar(DType::I1));
                 }
                 self.row(i, slot);
             }

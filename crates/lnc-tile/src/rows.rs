@@ -354,7 +354,7 @@ fn rewrite_loop(
         let st = f.create_inst(Opcode::ScratchStore(slot), vec![iv, value], &[], span);
         splice(f, l, m.inst, &[st]);
         let args = operands(f, m, dj.args[0], &mut before);
-        after.push(f.create_inst(Opcode::RowStore { slot, site }, args.to_vec(), &[], span));
+        after.push(f.create_inst(Opcode::RowStore { slot, site, stream: false }, args.to_vec(), &[], span));
     }
     replace_in(f, l, &replace);
     insert_before(f, parent, l, &before);

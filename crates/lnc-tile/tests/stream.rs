@@ -39,7 +39,7 @@ fn stores_that_may_not_stream_do_not() {
     // Integers: Cranelift stores them with movdqu, whose non-temporal form differs.
     let ints = SCALE.replace("x * 2.0 + 1.0", "x * 2 + 1").replace("other=0.", "other=0");
     assert_eq!(streaming(&lir(&ints, "k", "*i32,*i32,i32,1024")), 0);
-    // Half stores convert whole rows in a runtime call instead.
+    // Half stores convert whole rows in a runtime call instead (see below).
     assert_eq!(streaming(&lir(SCALE, "k", "*fp16,*fp16,i32,1024")), 0);
     // Y read by the kernel (in place): a program may read what it streamed.
     let in_place = SCALE.replace("tl.store(Y + row", "tl.store(X + row");
@@ -48,6 +48,31 @@ fn stores_that_may_not_stream_do_not() {
     // aligned.
     let shifted = SCALE.replace("tl.store(Y + row * N + i", "tl.store(Y + row * N + i + 1");
     assert_eq!(streaming(&lir(&shifted, "k", "*fp32,*fp32,i32,1024")), 0);
+}
+
+/// The `row_store`s of `f` with a streaming flag, and all of them.
+fn streaming_rows(f: &lnc_lir::Function) -> (usize, usize) {
+    let (mut streamed, mut all) = (0, 0);
+    f.walk(|i| {
+        if let Opcode::RowStore { stream, .. } = f.insts[i].opcode {
+            streamed += stream as usize;
+            all += 1;
+        }
+    });
+    (streamed, all)
+}
+
+#[test]
+fn a_half_row_store_streams_under_the_rows_flag() {
+    for sig in ["*fp16,*fp16,i32,1024", "*bf16,*bf16,i32,1024", "*fp32,*fp16,i32,1024"] {
+        let f = lir(SCALE, "k", sig);
+        assert_eq!(streaming_rows(&f), (1, 1), "{sig}");
+        let text = lnc_lir::print_function(&f);
+        assert!(text.contains("stream_ok") && text.contains("] stream %"), "{sig}:\n{text}");
+    }
+    // In place: a program may read what another streamed.
+    let in_place = SCALE.replace("tl.store(Y + row", "tl.store(X + row");
+    assert_eq!(streaming_rows(&lir(&in_place, "k", "*fp16,*fp16,i32,1024")).0, 0);
 }
 
 #[test]
@@ -60,5 +85,24 @@ fn streaming_kernels_compute_what_the_block_ir_computes() {
             Buffer::from_f64_values(DType::F32, &vec![f64::NAN; len]),
         ];
         differential(&f, [3, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(1024)], &bufs, &[4, 8]);
+    }
+}
+
+#[test]
+fn streaming_half_rows_compute_what_the_block_ir_computes() {
+    for (d, sig) in [(DType::F16, "*fp16,*fp16,i32,1024"), (DType::BF16, "*bf16,*bf16,i32,1024")] {
+        for n in [0i64, 1, 7, 8, 9, 15, 17, 100, 1023, 1024] {
+            let f = bir(SCALE, "k", sig);
+            let len = 3 * 1024;
+            let bufs =
+                [Buffer::from_f64_values(d, &data(3, len)), Buffer::from_f64_values(d, &vec![f64::NAN; len])];
+            differential(
+                &f,
+                [3, 1, 1],
+                &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(1024)],
+                &bufs,
+                &[4, 8],
+            );
+        }
     }
 }
