@@ -1,4 +1,5 @@
-//! The grid launcher: runs every program of a grid once, on a rayon thread pool.
+//! The grid launcher: runs every program of a grid once, on the calling thread and the
+//! threads of a rayon pool.
 //!
 //! The grid is flattened with axis 0 fastest. Each worker takes the next contiguous chunk
 //! of program ids from a shared counter until none is left, as a GPU starts blocks in
@@ -22,9 +23,8 @@
 
 use std::alloc::Layout;
 use std::cell::Cell;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use rayon::prelude::*;
 
 use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status, ZEROED_SCRATCH_BYTES};
 
@@ -81,8 +81,9 @@ pub enum LaunchError {
 /// `args` has one slot per kernel argument (see [`crate::abi`]; the `pack_*` functions
 /// build slots) and `bounds` one entry per slot. `scratch_bytes` is the kernel's scratch
 /// size per program. `pool` picks the thread pool (`None`: the current rayon pool, the
-/// global one outside any pool). A grid with a zero dimension runs nothing; a
-/// one-program grid runs on the caller's thread.
+/// global one outside any pool); the calling thread runs one of the workers, the pool
+/// the others, so a launch uses as many threads as the pool has. A grid with a zero
+/// dimension runs nothing; a one-program grid runs on the caller's thread.
 ///
 /// The kernel is trusted, as are the addresses in `args`: `launch` cannot check them, so
 /// the caller guarantees that `kernel` follows the ABI and that every pointer in `args`
@@ -130,18 +131,35 @@ pub unsafe fn launch(
     let chunk = (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, MAX_CHUNK) | 1;
     let workers = threads.max(1).min(total.div_ceil(chunk));
     let next = AtomicU64::new(0);
-    let run = || {
-        (0..workers as usize)
-            .into_par_iter()
-            .with_max_len(1)
-            .filter_map(|_| job.run_worker(&next, chunk, total).err().map(|e| (e.0, e.1)))
-            .min_by_key(|&(index, _)| index)
+    let first: Mutex<Option<Failure>> = Mutex::new(None);
+    let work = || {
+        if let Err(f) = job.run_worker(&next, chunk, total) {
+            let mut first = first.lock().unwrap_or_else(|p| p.into_inner());
+            if first.as_ref().is_none_or(|g| f.0 < g.0) {
+                *first = Some(f);
+            }
+        }
     };
-    let first = match pool {
-        Some(p) => p.install(run),
-        None => run(),
-    };
-    first.map_or(Ok(()), |(_, e)| Err(e))
+    // The calling thread is a worker too: it starts at once, while the pool's threads
+    // may take tens of microseconds to wake (measured: 15-40 µs after a pause, against
+    // 0.5-1 ms launches of the seed kernels at 4096 x 512); the shared counter hands the
+    // chunks they would have taken to the workers already running.
+    let work = &work;
+    match pool {
+        Some(p) => p.in_place_scope(|s| run_workers(s, workers, work)),
+        None => rayon::in_place_scope(|s| run_workers(s, workers, work)),
+    }
+    let first = first.into_inner().unwrap_or_else(|p| p.into_inner());
+    first.map_or(Ok(()), |f| Err(f.1))
+}
+
+/// Spawns `workers - 1` copies of `work` on the scope's pool, then runs one on this
+/// thread.
+fn run_workers<'s>(s: &rayon::Scope<'s>, workers: u64, work: &'s (impl Fn() + Sync)) {
+    for _ in 1..workers {
+        s.spawn(move |_| work());
+    }
+    work();
 }
 
 /// What every worker of one launch shares.
