@@ -281,9 +281,31 @@ fn bf16_kernels_jit_equals_interpreter() {
     check_against_interpreter::<bf16>();
 }
 
+/// The three kernels of both `modules` on the same inputs give the same bits in every
+/// output, and write every element of `y` and `dx`; one row per group, so that no result
+/// depends on the order the programs take the locks in. Rows of 17 (misaligned), 1000 and
+/// 2048 (aligned) and 4097 elements (alternately so).
+fn same_flows<T: Half + PartialEq + std::fmt::Debug>(modules: &[lnc::Module; 2]) {
+    let mut rng = rng();
+    for (m, n) in [(9usize, 17usize), (37, 1000), (5, 4097), (16, 2048)] {
+        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
+        let [r, t] = modules.each_ref().map(|module| run_flow(module, &x, &w, &b, &dy, n, m, 1e-5));
+        let what = |v: &str| format!("{v} ({} {m}x{n})", T::SIG);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(r.y, t.y, "{}", what("y"));
+        assert_eq!(bits(&r.mean), bits(&t.mean), "{}", what("mean"));
+        assert_eq!(bits(&r.rstd), bits(&t.rstd), "{}", what("rstd"));
+        assert_eq!(r.dx, t.dx, "{}", what("dx"));
+        assert_eq!(r.pdw, t.pdw, "{}", what("partial dw"));
+        assert_eq!(r.pdb, t.pdb, "{}", what("partial db"));
+        assert_eq!(r.dw, t.dw, "{}", what("dw"));
+        assert_eq!(r.db, t.db, "{}", what("db"));
+        assert!(r.y.iter().chain(&r.dx).all(|v| !v.to_f32().is_nan()), "{}", what("every y and dx written"));
+    }
+}
+
 /// Whole-row conversions (`row_load`/`row_store`, the default) and conversions tile by
-/// tile in JIT code give the same bits: every output of the three kernels, with one row
-/// per group so that no result depends on the order the programs take the locks in.
+/// tile in JIT code give the same bits ([`same_flows`]).
 fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
     let with_rows = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
     let tiles =
@@ -301,48 +323,21 @@ fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
         assert!(a.contains("row_store") && (T::SIG == "bf16" || a.contains("row_load")), "{k}:\n{a}");
         assert!(!b.contains("row_"), "{k}:\n{b}");
     }
-    let mut rng = rng();
-    for (m, n) in [(9usize, 17usize), (37, 1000), (5, 4097), (16, 2048)] {
-        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
-        let [r, t] = modules.each_ref().map(|module| run_flow(module, &x, &w, &b, &dy, n, m, 1e-5));
-        let what = |v: &str| format!("{v} ({} {m}x{n})", T::SIG);
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(r.y, t.y, "{}", what("y"));
-        assert_eq!(bits(&r.mean), bits(&t.mean), "{}", what("mean"));
-        assert_eq!(bits(&r.rstd), bits(&t.rstd), "{}", what("rstd"));
-        assert_eq!(r.dx, t.dx, "{}", what("dx"));
-        assert_eq!(r.pdw, t.pdw, "{}", what("partial dw"));
-        assert_eq!(r.pdb, t.pdb, "{}", what("partial db"));
-        assert_eq!(r.dw, t.dw, "{}", what("dw"));
-        assert_eq!(r.db, t.db, "{}", what("db"));
-        assert!(r.y.iter().all(|v| !v.to_f32().is_nan()), "{}", what("every y written"));
-    }
+    same_flows::<T>(&modules);
 }
 
 /// Rows rounded with non-temporal stores (every aligned row under a threshold of 0) give
-/// the bits of cached stores: every output of the three kernels, on rows that are 16-byte
-/// aligned (1000, 2048 elements), misaligned (17) and alternately so (4097).
+/// the bits of cached stores ([`same_flows`]).
 fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
     let module = |threshold| {
         let opts = lnc::CompileOptions { verify: true, stream_threshold: threshold, ..Default::default() };
         lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
     };
     let modules = [module(0), module(u64::MAX)];
-    let mut rng = rng();
-    for (m, n) in [(9usize, 17usize), (37, 1000), (5, 4097), (16, 2048)] {
-        let [x, w, b, dy] = data::<T>(&mut rng, m, n);
-        let [s, c] = modules.each_ref().map(|module| run_flow(module, &x, &w, &b, &dy, n, m, 1e-5));
-        let what = |v: &str| format!("{v} ({} {m}x{n})", T::SIG);
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(s.y, c.y, "{}", what("y"));
-        assert_eq!(bits(&s.mean), bits(&c.mean), "{}", what("mean"));
-        assert_eq!(bits(&s.rstd), bits(&c.rstd), "{}", what("rstd"));
-        assert_eq!(s.dx, c.dx, "{}", what("dx"));
-        assert_eq!(s.pdw, c.pdw, "{}", what("partial dw"));
-        assert_eq!(s.dw, c.dw, "{}", what("dw"));
-        assert_eq!(s.db, c.db, "{}", what("db"));
-        assert!(s.y.iter().chain(&s.dx).all(|v| !v.to_f32().is_nan()), "{}", what("every y and dx written"));
-    }
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+    let lir = modules[0].dump("_layer_norm_fwd_fused", &fwd_sig(T::SIG, 1024), &req).expect("compiles");
+    assert!(lir[0].text.contains("row_store") && lir[0].text.contains("] stream %"), "{}", lir[0].text);
+    same_flows::<T>(&modules);
 }
 
 #[test]
