@@ -82,17 +82,30 @@ pub(crate) fn run(f: &mut Function) {
 /// test as a loop, on the row's first address and element count.
 fn mark_row_store(f: &mut Function, r: Inst, parent: Parent) {
     let (ptr, offset, count) = (f.insts[r].args[0], f.insts[r].args[1], f.insts[r].args[2]);
-    let span = f.spans[r];
-    let at = f.create_inst(Opcode::PtrAdd, vec![ptr, offset], &[f.ty(ptr)], span);
-    let ok =
-        f.create_inst(Opcode::StreamOk, vec![f.insts[at].results[0], count], &[Ty::Scalar(DType::I1)], span);
-    insert_before(f, parent, r, &[at, ok]);
-    let flag = f.insts[ok].results[0];
+    let mut pre = Vec::new();
+    let flag = flag_of(f, ptr, offset, count, f.spans[r], &mut pre);
+    insert_before(f, parent, r, &pre);
     let d = &mut f.insts[r];
     if let Opcode::RowStore { slot, site, .. } = d.opcode {
         d.opcode = Opcode::RowStore { slot, site, stream: true };
         d.args.push(flag);
     }
+}
+
+/// `stream_ok (ptr + start), count`, its instructions appended to `pre`; the flag.
+fn flag_of(
+    f: &mut Function,
+    ptr: Value,
+    start: Value,
+    count: Value,
+    span: lnc_diag::Span,
+    pre: &mut Vec<Inst>,
+) -> Value {
+    let at = f.create_inst(Opcode::PtrAdd, vec![ptr, start], &[f.ty(ptr)], span);
+    let ok =
+        f.create_inst(Opcode::StreamOk, vec![f.insts[at].results[0], count], &[Ty::Scalar(DType::I1)], span);
+    pre.extend([at, ok]);
+    f.insts[ok].results[0]
 }
 
 /// A store that may stream: the instruction, its pointer and the invariant part `t` of
@@ -154,16 +167,9 @@ fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>) {
         pre.push(add);
         start = f.insts[add].results[0];
     }
-    let at = f.create_inst(Opcode::PtrAdd, vec![ptr, start], &[f.ty(ptr)], span);
     let count = f.create_inst(Opcode::Binary(BinOp::Sub), vec![ub, lb], &[i32t], span);
-    let ok = f.create_inst(
-        Opcode::StreamOk,
-        vec![f.insts[at].results[0], f.insts[count].results[0]],
-        &[Ty::Scalar(DType::I1)],
-        span,
-    );
-    pre.extend([at, count, ok]);
-    let flag = f.insts[ok].results[0];
+    pre.push(count);
+    let flag = flag_of(f, ptr, start, f.insts[count].results[0], span, &mut pre);
     insert_before(f, parent, l, &pre);
     for s in chosen {
         let d = &mut f.insts[s];
