@@ -209,9 +209,7 @@ pub(crate) fn emit_loop_entry(
         let first = element_address(fx, base, first_off, d, a.size);
         let last_elem = element_address(fx, base, last_off, d, a.size);
         let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
-        if std::env::var("LNC_EXP").is_err() {
-            check_span(fx, a.site, first, end, a.size)?;
-        }
+        check_span(fx, a.site, first, end, a.size)?;
         fx.prechecked.extend(a.insts.iter().copied());
     }
     fx.bcx.ins().jump(body, &block_args(body_args));
