@@ -194,9 +194,10 @@ impl Shared {
 /// compiler's: every row adds its dw/db terms into one of `group` partial rows
 /// (`row % group`) under a spin lock, the first row of a group storing instead of adding,
 /// and [`sum_partials`] then sums the partial rows by column (the dwdb kernel). Rows go
-/// to the workers in chunks of 31 from a shared counter, as lnc's runtime does (rayon's
-/// halving would put both threads on the same lock at every step when `group` divides
-/// M/2). `locks` holds `2 * group` zeros: the locks, then the groups' first-store flags.
+/// to the workers in chunks of [`lnc_runtime::MAX_SYNC_CHUNK`] from a shared counter, as lnc's
+/// runtime does (rayon's halving would put both threads on the same lock at every step
+/// when `group` divides M/2). `locks` holds `2 * group` zeros: the locks, then the groups'
+/// first-store flags.
 #[allow(clippy::too_many_arguments)]
 pub fn backward_grouped(
     x: &[f32],
@@ -210,7 +211,7 @@ pub fn backward_grouped(
     locks: &[AtomicI32],
     group: usize,
 ) {
-    const CHUNK: usize = 31;
+    const CHUNK: usize = lnc_runtime::MAX_SYNC_CHUNK as usize;
     let n = w.len();
     let rows = mean.len();
     assert!(

@@ -71,7 +71,8 @@ fn forward_and_backward_match_float64_reference() {
     let jit = lnc::Jit::new();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
     let mut rng = rng();
-    for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (300, 1537), (64, 4097)] {
+    // 4099 rows: enough for the runtime's longest chunks of programs.
+    for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (300, 1537), (64, 4097), (4099, 33)] {
         let x = randn(&mut rng, m * n, -2.3, 0.5);
         let w = randn(&mut rng, n, 1.0, 0.3);
         let b = randn(&mut rng, n, 0.0, 0.5);
@@ -88,6 +89,29 @@ fn forward_and_backward_match_float64_reference() {
         assert_close(&format!("dw ({m}x{n})"), &bwd.dw, &rdw, tol, 1e-4);
         assert_close(&format!("db ({m}x{n})"), &bwd.db, &rdb, tol, 1e-4);
     }
+}
+
+#[test]
+fn only_the_kernel_with_atomics_runs_as_synchronizing_programs() {
+    let jit = lnc::Jit::new();
+    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let programs =
+        |name: &str, sig: &str| module.kernel(name, sig).unwrap_or_else(|e| panic!("{e}")).programs();
+    assert_eq!(
+        programs("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024"),
+        lnc::Programs::Independent
+    );
+    assert_eq!(
+        programs(
+            "_layer_norm_bwd_dx_fused",
+            "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,256,1024"
+        ),
+        lnc::Programs::Synchronizing
+    );
+    assert_eq!(
+        programs("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128"),
+        lnc::Programs::Independent
+    );
 }
 
 #[test]

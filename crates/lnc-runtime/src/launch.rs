@@ -5,10 +5,17 @@
 //! of program ids from a shared counter until none is left, as a GPU starts blocks in
 //! order: programs that run at the same time have neighbouring ids, a worker walking its
 //! chunk touches neighbouring rows (its prefetchers stay busy), and a slow worker (the
-//! machine is shared) takes fewer chunks. Chunks are short and of odd length: with
-//! chunks of a power-of-two length, workers fall into step at distances that are
-//! multiples of the power-of-two group counts kernels hash program ids into (the seed
-//! backward's `row % GROUP_SIZE_M` locks), and then wait on the same lock every time.
+//! machine is shared) takes fewer chunks. Chunks are of odd length: with chunks of a
+//! power-of-two length, workers fall into step at distances that are multiples of the
+//! power-of-two group counts kernels hash program ids into (the seed backward's
+//! `row % GROUP_SIZE_M` locks), and then wait on the same lock every time.
+//!
+//! How long a chunk may be depends on whether the programs interact ([`Programs`]).
+//! Independent programs take chunks of up to [`MAX_CHUNK`]: a core's prefetchers then
+//! follow one contiguous stream for longer. Programs that use atomics take chunks of up
+//! to [`MAX_SYNC_CHUNK`]: once a worker waits on a lock held by another, the two can stay
+//! in a convoy, the second behind the first at every lock, until one of them moves to a
+//! new chunk.
 //!
 //! A worker uses one [`ProgramCtx`] and one scratch area for all of its programs: the
 //! scratch area of a program is dead when the program returns, so nothing is allocated
@@ -31,9 +38,35 @@ use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status, ZEROED_SCRATCH_BYT
 /// Alignment of scratch areas, as the ABI promises.
 pub const SCRATCH_ALIGN: usize = 64;
 
-/// The longest chunk of programs a worker takes at once (odd: see the module docs). Long
-/// enough that the shared counter is touched once per dozens of programs.
-const MAX_CHUNK: u64 = 31;
+/// The longest chunk of [`Programs::Independent`] programs a worker takes at once (odd:
+/// see the module docs).
+///
+/// Measured with lnc-bench on the seed forward (2 threads, M = 4096, caches flushed; 127
+/// against 31 in the same repetitions, the median of paired ratios, three runs): 4-21 %
+/// faster at N ≤ 1024, where a chunk of 31 rows of 2-4 KB is a stream of only 62-124 KB
+/// per tensor, and within ±1.3 % from N = 2048 up. Chunks of 63, 79, 95 and 161 measured
+/// alike.
+pub const MAX_CHUNK: u64 = 127;
+
+/// The longest chunk of [`Programs::Synchronizing`] programs a worker takes at once (odd).
+///
+/// Measured on the seed backward (its dx kernel waits on spin locks) as above: chunks of
+/// 63, 79, 95 or 127 were 7-20 % faster at N ≤ 1024 but, in a third to a half of the runs,
+/// 15-22 % slower at N = 16384, whatever their distance modulo the kernel's 64 lock groups
+/// (95 and 31 are both 31 groups apart): long chunks keep a convoy going longer. Short
+/// enough that a convoy ends within 31 programs, long enough that the shared counter is
+/// touched once per dozens of programs.
+pub const MAX_SYNC_CHUNK: u64 = 31;
+
+/// Whether the programs of a kernel interact while a launch runs; it decides how long a
+/// chunk of programs a worker takes (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Programs {
+    /// Programs that do not use atomics: none waits for another.
+    Independent,
+    /// Programs that use atomics, so they may wait for each other (spin locks).
+    Synchronizing,
+}
 
 /// Chunks per worker at least, when the grid is small: the slack that lets fast workers
 /// take over from slow ones.
@@ -80,7 +113,7 @@ pub enum LaunchError {
 ///
 /// `args` has one slot per kernel argument (see [`crate::abi`]; the `pack_*` functions
 /// build slots) and `bounds` one entry per slot. `scratch_bytes` is the kernel's scratch
-/// size per program. `pool` picks the thread pool (`None`: the current rayon pool, the
+/// size per program; `programs` says whether its programs use atomics. `pool` picks the thread pool (`None`: the current rayon pool, the
 /// global one outside any pool); the calling thread runs one of the workers, the pool
 /// the others, so a launch uses as many threads as the pool has. A grid with a zero
 /// dimension runs nothing; a one-program grid runs on the caller's thread.
@@ -101,6 +134,7 @@ pub unsafe fn launch(
     args: &[u64],
     bounds: &[Bounds],
     scratch_bytes: usize,
+    programs: Programs,
     pool: Option<&rayon::ThreadPool>,
 ) -> Result<(), LaunchError> {
     if args.len() != bounds.len() {
@@ -128,7 +162,11 @@ pub unsafe fn launch(
         Some(p) => p.current_num_threads(),
         None => rayon::current_num_threads(),
     } as u64;
-    let chunk = (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, MAX_CHUNK) | 1;
+    let longest = match programs {
+        Programs::Independent => MAX_CHUNK,
+        Programs::Synchronizing => MAX_SYNC_CHUNK,
+    };
+    let chunk = (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, longest) | 1;
     let workers = threads.max(1).min(total.div_ceil(chunk));
     let next = AtomicU64::new(0);
     let first: Mutex<Option<Failure>> = Mutex::new(None);
@@ -353,8 +391,20 @@ mod tests {
         scratch_bytes: usize,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<(), LaunchError> {
+        run_as(kernel, grid, args, bounds, scratch_bytes, Programs::Independent, pool)
+    }
+
+    fn run_as(
+        kernel: KernelFn,
+        grid: [u32; 3],
+        args: &[u64],
+        bounds: &[Bounds],
+        scratch_bytes: usize,
+        programs: Programs,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<(), LaunchError> {
         // SAFETY: see above; every test kernel follows the ABI.
-        unsafe { launch(kernel, grid, args, bounds, scratch_bytes, pool) }
+        unsafe { launch(kernel, grid, args, bounds, scratch_bytes, programs, pool) }
     }
     use std::sync::atomic::AtomicU32;
 
@@ -444,30 +494,43 @@ mod tests {
         rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
     }
 
-    fn run_counting(grid: [u32; 3], pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
+    fn run_counting(grid: [u32; 3], programs: Programs, pool: Option<&rayon::ThreadPool>) -> Vec<u32> {
         let n = grid.iter().map(|&g| g as usize).product();
         let counters: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
         let args = [pack_ptr(counters.as_ptr())];
-        run(count_runs, grid, &args, &[Bounds::default()], 0, pool).unwrap();
+        run_as(count_runs, grid, &args, &[Bounds::default()], 0, programs, pool).unwrap();
         counters.into_iter().map(|c| c.into_inner()).collect()
     }
 
     #[test]
     fn every_program_runs_exactly_once() {
-        for threads in [1, 2, 8] {
-            let p = pool(threads);
-            for grid in [[1, 1, 1], [2, 1, 1], [37, 1, 1], [5, 3, 2], [1, 7, 11], [1000, 3, 1]] {
-                let runs = run_counting(grid, Some(&p));
-                assert!(runs.iter().all(|&r| r == 1), "threads {threads}, grid {grid:?}: {runs:?}");
+        // The largest grids take chunks of the longest length of either kind.
+        let grids = [
+            [1, 1, 1],
+            [2, 1, 1],
+            [37, 1, 1],
+            [5, 3, 2],
+            [1, 7, 11],
+            [1000, 3, 1],
+            [4096, 1, 1],
+            [5003, 7, 1],
+        ];
+        for programs in [Programs::Independent, Programs::Synchronizing] {
+            for threads in [1, 2, 8] {
+                let p = pool(threads);
+                for grid in grids {
+                    let runs = run_counting(grid, programs, Some(&p));
+                    assert!(runs.iter().all(|&r| r == 1), "{programs:?}, threads {threads}, grid {grid:?}");
+                }
             }
+            assert!(run_counting([64, 2, 1], programs, None).iter().all(|&r| r == 1));
         }
-        assert!(run_counting([64, 2, 1], None).iter().all(|&r| r == 1));
     }
 
     #[test]
     fn empty_grid_runs_nothing() {
         for grid in [[0, 1, 1], [4, 0, 1], [4, 4, 0]] {
-            let runs = run_counting(grid, None);
+            let runs = run_counting(grid, Programs::Independent, None);
             assert!(runs.is_empty());
         }
     }

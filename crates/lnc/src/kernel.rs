@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use lnc_bir::{DType, Elem};
 use lnc_diag::SourceFile;
 use lnc_front::Signature;
-use lnc_runtime::{Bounds, LaunchError, Status};
+use lnc_runtime::{Bounds, LaunchError, Programs, Status};
 
 use crate::arg::{Arg, Scalar};
 use crate::error::{Error, OutOfBounds, Result};
@@ -66,6 +66,7 @@ pub struct Kernel {
     checked: lnc_clif::CompiledKernel,
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
     stream_bytes: u64,
+    programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
     warnings: Vec<lnc_diag::Diagnostic>,
@@ -85,6 +86,7 @@ impl Kernel {
         let Artifacts { bir, lir, code, timings, warnings } = arts;
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
+        let programs = programs_of(&lir);
         let params = bir
             .params
             .iter()
@@ -107,10 +109,17 @@ impl Kernel {
             checked,
             unchecked: OnceLock::new(),
             stream_bytes: module.jit.inner.options.stream_threshold,
+            programs,
             pool: module.jit.inner.pool.clone(),
             timings,
             warnings,
         })
+    }
+
+    /// Whether the kernel's programs may wait for each other (it uses atomics), which
+    /// decides how many programs a worker of a launch takes at once.
+    pub fn programs(&self) -> Programs {
+        self.programs
     }
 
     /// The non-temporal stores in the code a safe launch runs: streaming stores of the
@@ -220,6 +229,7 @@ impl Kernel {
                 &slots,
                 &bounds,
                 code.scratch_bytes(),
+                self.programs,
                 self.pool.as_deref(),
             )
         };
@@ -328,6 +338,14 @@ fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
         (DType::F32 | DType::F64, Scalar::Int(..)) => None,
         _ => None,
     }
+}
+
+/// Whether the kernel's programs may wait for each other: a kernel with atomics.
+fn programs_of(lir: &lnc_lir::Function) -> Programs {
+    use lnc_lir::Opcode;
+    let mut atomics = false;
+    lir.walk(|i| atomics |= matches!(lir.insts[i].opcode, Opcode::Atomic { .. } | Opcode::AtomicCas { .. }));
+    if atomics { Programs::Synchronizing } else { Programs::Independent }
 }
 
 /// Slots of the pointer arguments the kernel writes through.

@@ -35,6 +35,7 @@ pub use kernel::{Grid, Kernel, RuntimeParam};
 pub use lnc_bir::{DType, Elem};
 pub use lnc_diag::{Diagnostic, SourceFile};
 pub use lnc_front::Signature;
+pub use lnc_runtime::Programs;
 pub use module::{KernelInfo, Module, ParamInfo};
 pub use pipeline::{CLIF_AFTER, CLIF_BEFORE, CompileOptions, Dump, DumpRequest, Timings};
 pub use stage::Stage;

@@ -4,7 +4,7 @@
 use lnc_clif::{CodegenOptions, CompiledKernel, compile};
 use lnc_diag::Span;
 use lnc_lir::*;
-use lnc_runtime::{Bounds, LaunchError, launch};
+use lnc_runtime::{Bounds, LaunchError, Programs, launch};
 
 /// Builds a function region by region.
 pub struct B {
@@ -256,7 +256,7 @@ pub fn run(
     // The tests pass live buffers with their exact bounds.
     // SAFETY: the test functions only access the buffers their tests allocate; checked
     // ones are stopped by their bounds.
-    unsafe { launch(k.entry(), grid, &args, &bounds, k.scratch_bytes(), pool) }
+    unsafe { launch(k.entry(), grid, &args, &bounds, k.scratch_bytes(), Programs::Independent, pool) }
 }
 
 pub fn pool(threads: usize) -> rayon::ThreadPool {
