@@ -42,10 +42,10 @@ pub const SCRATCH_ALIGN: usize = 64;
 /// see the module docs).
 ///
 /// Measured with lnc-bench on the seed forward (2 threads, M = 4096, caches flushed; 127
-/// against 31 in the same repetitions, the median of paired ratios, three runs): 4-21 %
+/// against 31 in the same repetitions, the median of paired ratios, three runs): 4-20 %
 /// faster at N ≤ 1024, where a chunk of 31 rows of 2-4 KB is a stream of only 62-124 KB
-/// per tensor, and within ±1.3 % from N = 2048 up. Chunks of 63, 79, 95 and 161 measured
-/// alike.
+/// per tensor, and from 1.3 % slower to 3.4 % faster from N = 2048 up. Chunks of 63, 79,
+/// 95 and 161 measured alike.
 pub const MAX_CHUNK: u64 = 127;
 
 /// The longest chunk of [`Programs::Synchronizing`] programs a worker takes at once (odd).
