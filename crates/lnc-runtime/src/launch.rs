@@ -51,11 +51,11 @@ pub const MAX_CHUNK: u64 = 127;
 /// The longest chunk of [`Programs::Synchronizing`] programs a worker takes at once (odd).
 ///
 /// Measured on the seed backward (its dx kernel waits on spin locks) as above: chunks of
-/// 63, 79, 95 or 127 were 7-20 % faster at N ≤ 1024 but, in a third to a half of the runs,
-/// 15-22 % slower at N = 16384, whatever their distance modulo the kernel's 64 lock groups
-/// (95 and 31 are both 31 groups apart): long chunks keep a convoy going longer. Short
-/// enough that a convoy ends within 31 programs, long enough that the shared counter is
-/// touched once per dozens of programs.
+/// 63, 79, 95 or 127 were 2-30 % faster at N ≤ 1024 but 16-22 % slower at N = 16384 in 5
+/// of 12 runs, whatever their distance modulo the kernel's 64 lock groups (95 and 31 are
+/// both 31 groups apart): a long chunk keeps a convoy going longer. Short enough that a
+/// convoy ends within 31 programs, long enough that the shared counter is touched once
+/// per dozens of programs.
 pub const MAX_SYNC_CHUNK: u64 = 31;
 
 /// Whether the programs of a kernel interact while a launch runs; it decides how long a
