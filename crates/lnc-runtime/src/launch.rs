@@ -392,20 +392,8 @@ mod tests {
         scratch_bytes: usize,
         pool: Option<&rayon::ThreadPool>,
     ) -> Result<(), LaunchError> {
-        run_as(kernel, grid, args, bounds, scratch_bytes, Programs::Independent, pool)
-    }
-
-    fn run_as(
-        kernel: KernelFn,
-        grid: [u32; 3],
-        args: &[u64],
-        bounds: &[Bounds],
-        scratch_bytes: usize,
-        programs: Programs,
-        pool: Option<&rayon::ThreadPool>,
-    ) -> Result<(), LaunchError> {
         // SAFETY: see above; every test kernel follows the ABI.
-        unsafe { launch(kernel, grid, args, bounds, scratch_bytes, programs, pool) }
+        unsafe { launch(kernel, grid, args, bounds, scratch_bytes, Programs::Independent, pool) }
     }
     use std::sync::atomic::AtomicU32;
 
@@ -499,7 +487,8 @@ mod tests {
         let n = grid.iter().map(|&g| g as usize).product();
         let counters: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
         let args = [pack_ptr(counters.as_ptr())];
-        run_as(count_runs, grid, &args, &[Bounds::default()], 0, programs, pool).unwrap();
+        // SAFETY: `count_runs` touches one counter per program of `grid`.
+        unsafe { launch(count_runs, grid, &args, &[Bounds::default()], 0, programs, pool) }.unwrap();
         counters.into_iter().map(|c| c.into_inner()).collect()
     }
 
