@@ -280,10 +280,20 @@ pub fn sum_partials(pdw: &[f32], pdb: &[f32], dw: &mut [f32], db: &mut [f32]) {
     sum(pdb, db);
 }
 
-/// A parallel copy of the same bytes as the forward pass (read `x`, write `y`), row by row.
+/// A parallel copy of the same bytes as the forward pass (read `x`, write `y`), in pieces
+/// of whole rows of at least [`COPY_PIECE`] bytes.
+///
+/// Row by row, rows of 2 KiB or less took glibc's `memcpy` path for small sizes, which
+/// moved them at half the speed of rows of 2.1 KiB (measured, one thread, caches flushed:
+/// 10.2 GB/s at N = 512, 20.5 GB/s at N = 544), so the copy's speed depended on N.
 pub fn copy(x: &[f32], y: &mut [f32], n: usize) {
-    y.par_chunks_mut(n).zip(x.par_chunks(n)).for_each(|(y, x)| y.copy_from_slice(x));
+    let rows = COPY_PIECE.div_ceil(n.max(1) * size_of::<f32>()).max(1);
+    let piece = rows * n.max(1);
+    y.par_chunks_mut(piece).zip(x.par_chunks(piece)).for_each(|(y, x)| y.copy_from_slice(x));
 }
+
+/// The least bytes [`copy`] hands to one `copy_from_slice`.
+pub const COPY_PIECE: usize = 64 << 10;
 
 #[cfg(test)]
 mod tests {
@@ -373,9 +383,12 @@ mod tests {
 
     #[test]
     fn copy_copies() {
-        let x: Vec<f32> = (0..60).map(|i| i as f32).collect();
-        let mut y = vec![0.0; 60];
-        copy(&x, &mut y, 12);
-        assert_eq!(x, y);
+        // Rows shorter and longer than a piece, and a last piece of fewer rows.
+        for (rows, n) in [(5usize, 12usize), (4099, 7), (3, 20000)] {
+            let x: Vec<f32> = (0..rows * n).map(|i| i as f32).collect();
+            let mut y = vec![f32::NAN; rows * n];
+            copy(&x, &mut y, n);
+            assert_eq!(x, y, "{rows} x {n}");
+        }
     }
 }
