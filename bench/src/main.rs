@@ -212,7 +212,7 @@ struct Ctx<'a> {
     /// Chunks of rows of the Rust backward (4 per thread).
     chunks: usize,
     /// Written over before every timed run, unless `--hot`.
-    flush: Option<&'a Mutex<Vec<u64>>>,
+    flush: Option<&'a Mutex<lnc_runtime::CacheFlush>>,
     /// More modules of the same source, for more copies of the forward kernel (below).
     copies: &'a [Module],
 }
@@ -224,25 +224,9 @@ impl Ctx<'_> {
     /// ratios. Every thread of the pool writes its part, so private caches are cleared too.
     fn cool(&self) {
         if let Some(flush) = self.flush {
-            flush
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .par_chunks_mut(1 << 14)
-                .for_each(|c| c.iter_mut().for_each(|v| *v = v.wrapping_add(1)));
+            flush.lock().unwrap_or_else(|e| e.into_inner()).run();
         }
     }
-}
-
-/// Bytes of the cache flush: twice the last-level cache the OS reports, at least 64 MiB.
-fn flush_bytes() -> usize {
-    let level3 = (0..8).find_map(|i| {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let level = std::fs::read_to_string(format!("{dir}/level")).ok()?;
-        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
-        let kib: usize = size.trim().strip_suffix('K')?.parse().ok()?;
-        (level.trim() == "3").then_some(kib << 10)
-    });
-    (2 * level3.unwrap_or(0)).max(64 << 20)
 }
 
 /// The kernel, and its compile time unless it was compiled before in this sweep.
@@ -779,11 +763,14 @@ fn run(opts: Opts) -> Result<()> {
         if opts.unchecked { "unchecked" } else { "bounds-checked" }
     );
     println!("kernels: {}", path.display());
-    let flush = (!opts.hot).then(|| Mutex::new(vec![0u64; flush_bytes() / 8]));
+    let flush = (!opts.hot).then(|| Mutex::new(lnc_runtime::CacheFlush::new()));
     println!(
         "protocol: {warmup} warm-up + {reps} timed repetitions, interleaved (lnc, rust, copy); median (best); {}",
         match &flush {
-            Some(_) => format!("caches flushed before every timed run ({} MiB written)", flush_bytes() >> 20),
+            Some(f) => format!(
+                "caches flushed before every timed run ({} MiB written)",
+                f.lock().unwrap_or_else(|e| e.into_inner()).bytes() >> 20
+            ),
             None => "hot caches (--hot): no flush between runs".to_string(),
         }
     );

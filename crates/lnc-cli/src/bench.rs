@@ -171,19 +171,29 @@ fn json_string(s: &str) -> String {
     out
 }
 
-/// `lnc bench`: compile once, warm up, time `reps` launches and print median/min/max.
-pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool) -> Result<(), Failure> {
+/// `lnc bench`: compile once, warm up, time `reps` launches and print median/min/max;
+/// with `flush`, the caches are evicted before each launch (outside the timing).
+pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool, flush: bool) -> Result<(), Failure> {
     if reps == Some(0) {
         return Err(fail("--reps must be at least 1"));
     }
     let mut p = prepare(l)?;
     let (grid, unchecked, compile) = (p.grid, p.unchecked, p.compile);
     let (k, args) = p.args()?;
+    let mut flusher = flush.then(lnc_runtime::CacheFlush::new);
+    let mut cool = || {
+        if let Some(f) = &mut flusher {
+            f.run();
+        }
+    };
 
-    // Warm-up; the first launch also reports a launch error (and, unchecked, generates code).
+    // Warm-up; the first launch also reports a launch error (and, unchecked, generates
+    // code). The flushes count towards the warm-up's time, so that without `--reps` a
+    // flushed benchmark still takes about TARGET_TIME.
     let start = Instant::now();
     let mut warm = 0usize;
     while warm < WARMUP_MIN || start.elapsed() < WARMUP_TIME {
+        cool();
         launch(k, grid, &args, unchecked)?;
         warm += 1;
     }
@@ -192,6 +202,7 @@ pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool) -> Result<(), Fail
 
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
+        cool();
         let t = Instant::now();
         launch(k, grid, &args, unchecked)?;
         times.push(t.elapsed().as_secs_f64());
@@ -204,7 +215,7 @@ pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool) -> Result<(), Fail
     let compile_s = compile.as_secs_f64().max(1e-9);
     if json {
         println!(
-            "{{\"kernel\": {}, \"grid\": [{}, {}, {}], \"reps\": {}, \"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}, \"compile_s\": {:e}}}",
+            "{{\"kernel\": {}, \"grid\": [{}, {}, {}], \"reps\": {}, \"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}, \"compile_s\": {:e}, \"flush\": {}}}",
             json_string(k.name()),
             grid[0],
             grid[1],
@@ -214,14 +225,16 @@ pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool) -> Result<(), Fail
             s.min,
             s.max,
             compile_s,
+            flush,
         );
     } else {
         println!("{} [{}], grid {}x{}x{}", k.name(), k.signature(), grid[0], grid[1], grid[2]);
         println!("  compile (source to callable)  {}", human(compile_s));
         println!(
-            "  {} launches{}: median {}, min {}, max {}",
+            "  {} launches{}{}: median {}, min {}, max {}",
             s.reps,
             if unchecked { " (unchecked)" } else { "" },
+            if flush { ", caches flushed before each" } else { "" },
             human(s.median),
             human(s.min),
             human(s.max)

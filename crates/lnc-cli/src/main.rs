@@ -64,9 +64,13 @@ enum Command {
         /// Timed launches (default: as many as fit in about a second, at least 20).
         #[arg(long)]
         reps: Option<usize>,
-        /// Print one JSON object (`median_s`, `min_s`, `max_s`, `reps`, `compile_s`).
+        /// Print one JSON object (`median_s`, `min_s`, `max_s`, `reps`, `compile_s`, `flush`).
         #[arg(long)]
         json: bool,
+        /// Evict the caches before every launch, as Triton's `do_bench` does: the pool's
+        /// threads write over twice the last-level cache (at least 64 MiB), outside the timing.
+        #[arg(long)]
+        flush: bool,
     },
 }
 
@@ -144,7 +148,7 @@ fn main() -> ExitCode {
             compile(&file, &kernel, &signature, emit, print_after_all, unchecked)
         }
         Command::Run { launch, out } => run(&launch, &out),
-        Command::Bench { launch, reps, json } => bench::bench(&launch, reps, json),
+        Command::Bench { launch, reps, json, flush } => bench::bench(&launch, reps, json, flush),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

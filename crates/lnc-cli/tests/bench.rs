@@ -78,6 +78,19 @@ fn json_has_positive_timings() {
     assert!(min <= median && median <= max, "{json}");
     assert_eq!(json_field(json, "reps"), "7", "{json}");
     assert_eq!(json_field(json, "kernel"), "\"_layer_norm_fwd_fused\"", "{json}");
+    assert_eq!(json_field(json, "flush"), "false", "{json}");
+}
+
+#[test]
+fn flush_is_reported() {
+    let o = lnc(&fwd_args(&["--reps", "3", "--flush", "--json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(json_field(out.trim(), "flush"), "true", "{out}");
+    assert_eq!(json_field(out.trim(), "reps"), "3", "{out}");
+    let o = lnc(&fwd_args(&["--reps", "3", "--flush"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("3 launches, caches flushed before each"), "{}", stdout(&o));
 }
 
 #[test]

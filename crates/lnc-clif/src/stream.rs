@@ -91,39 +91,7 @@ fn opcode_at(code: &[u8], at: usize) -> Option<usize> {
 /// to non-temporal stores (a launch writing more would evict its own output). 8 MiB when
 /// the cache cannot be read from `/sys`.
 pub fn default_threshold() -> u64 {
-    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BYTES.get_or_init(|| last_level_share().map_or(8 << 20, |b| b / 4 * 3))
-}
-
-fn last_level_share() -> Option<u64> {
-    let mut best: Option<(u32, u64, u64)> = None;
-    for i in 0..8 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let Ok(level) = std::fs::read_to_string(format!("{dir}/level")) else { break };
-        let level: u32 = level.trim().parse().ok()?;
-        let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
-        let kib: u64 = size.trim().strip_suffix('K')?.parse().ok()?;
-        let shared = std::fs::read_to_string(format!("{dir}/shared_cpu_list")).unwrap_or_default();
-        let threads = cpu_list_len(shared.trim()).max(1);
-        if best.is_none_or(|(l, ..)| level > l) {
-            best = Some((level, kib << 10, threads));
-        }
-    }
-    best.map(|(_, bytes, threads)| bytes / threads)
-}
-
-/// The number of CPUs in a list like `0-3,8,10-11`.
-fn cpu_list_len(list: &str) -> u64 {
-    list.split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('-') {
-            Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
-                (Ok(a), Ok(b)) if b >= a => b - a + 1,
-                _ => 1,
-            },
-            None => 1,
-        })
-        .sum()
+    lnc_runtime::last_level_cache().map_or(8 << 20, |c| c.bytes / c.threads / 4 * 3)
 }
 
 #[cfg(test)]
@@ -160,12 +128,5 @@ mod tests {
         }
         assert_eq!(opcode_at(&[0xc5], 0), None);
         assert_eq!(opcode_at(&[], 0), None);
-    }
-
-    #[test]
-    fn counts_cpu_lists() {
-        assert_eq!(cpu_list_len("0-3,8,10-11"), 7);
-        assert_eq!(cpu_list_len("0"), 1);
-        assert_eq!(cpu_list_len(""), 0);
     }
 }
