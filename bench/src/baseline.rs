@@ -281,7 +281,8 @@ pub fn sum_partials(pdw: &[f32], pdb: &[f32], dw: &mut [f32], db: &mut [f32]) {
 }
 
 /// A parallel copy of the same bytes as the forward pass (read `x`, write `y`), in pieces
-/// of whole rows of at least [`COPY_PIECE`] bytes.
+/// of whole rows of at least [`COPY_PIECE`] bytes (but the last, shorter when the rows
+/// run out).
 ///
 /// Row by row, rows of 2 KiB or less took glibc's `memcpy` path for small sizes, which
 /// moved them at half the speed of rows of 2.1 KiB (measured, one thread, caches flushed:
@@ -292,7 +293,7 @@ pub fn copy(x: &[f32], y: &mut [f32], n: usize) {
     y.par_chunks_mut(piece).zip(x.par_chunks(piece)).for_each(|(y, x)| y.copy_from_slice(x));
 }
 
-/// The least bytes [`copy`] hands to one `copy_from_slice`.
+/// The least bytes [`copy`] hands to one `copy_from_slice`, but for the last piece.
 pub const COPY_PIECE: usize = 64 << 10;
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ fn forward_and_backward_match_float64_reference() {
     let jit = lnc::Jit::new();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
     let mut rng = rng();
-    // 4099 rows: enough for the runtime's longest chunks of programs.
+    // 4099 rows: the runtime's longest chunks of programs, on a pool of up to 4 threads.
     for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (300, 1537), (64, 4097), (4099, 33)] {
         let x = randn(&mut rng, m * n, -2.3, 0.5);
         let w = randn(&mut rng, n, 1.0, 0.3);

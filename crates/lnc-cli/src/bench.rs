@@ -129,6 +129,8 @@ const WARMUP_TIME: Duration = Duration::from_millis(100);
 const TARGET_TIME: f64 = 1.0;
 const REPS_MIN: usize = 20;
 const REPS_MAX: usize = 10_000;
+/// The most `--reps` accepts: the timings are kept in memory.
+const REPS_LIMIT: usize = 100_000_000;
 
 /// Times of one benchmark, in seconds per launch.
 #[derive(Debug)]
@@ -176,6 +178,9 @@ fn json_string(s: &str) -> String {
 pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool, flush: bool) -> Result<(), Failure> {
     if reps == Some(0) {
         return Err(fail("--reps must be at least 1"));
+    }
+    if reps.is_some_and(|r| r > REPS_LIMIT) {
+        return Err(fail(format!("--reps must be at most {REPS_LIMIT}")));
     }
     let mut p = prepare(l)?;
     let (grid, unchecked, compile) = (p.grid, p.unchecked, p.compile);

@@ -116,9 +116,11 @@ fn errors_are_reported_before_timing() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("out-of-bounds"), "{}", stderr(&o));
 
-    let o = lnc(&fwd_args(&["--reps", "0"]));
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("--reps"), "{}", stderr(&o));
+    for reps in ["0", "18446744073709551615"] {
+        let o = lnc(&fwd_args(&["--reps", reps]));
+        assert_eq!(o.status.code(), Some(1), "--reps {reps}");
+        assert!(stderr(&o).contains("--reps must be at"), "{}", stderr(&o));
+    }
 
     for (bad, why) in [
         ("X=randn:i32:64x100", "float element type"),

@@ -17,8 +17,8 @@ pub struct LastLevelCache {
     pub threads: u64,
 }
 
-/// The last-level cache of the CPU the process runs on, read once; `None` where `/sys`
-/// does not describe it.
+/// The last-level cache of cpu0 as `/sys` describes it, read once; `None` where it does
+/// not.
 pub fn last_level_cache() -> Option<LastLevelCache> {
     static CACHE: OnceLock<Option<LastLevelCache>> = OnceLock::new();
     *CACHE.get_or_init(read_last_level_cache)

@@ -117,10 +117,11 @@ pub enum LaunchError {
 ///
 /// `args` has one slot per kernel argument (see [`crate::abi`]; the `pack_*` functions
 /// build slots) and `bounds` one entry per slot. `scratch_bytes` is the kernel's scratch
-/// size per program; `programs` says whether its programs use atomics. `pool` picks the thread pool (`None`: the current rayon pool, the
-/// global one outside any pool); the calling thread runs one of the workers, the pool
-/// the others, so a launch uses as many threads as the pool has. A grid with a zero
-/// dimension runs nothing; a one-program grid runs on the caller's thread.
+/// size per program; `programs` says whether its programs use atomics. `pool` picks the
+/// thread pool (`None`: the current rayon pool, the global one outside any pool); the
+/// calling thread runs one of the workers, the pool the others, so a launch uses as many
+/// threads as the pool has. A grid with a zero dimension runs nothing; a one-program grid
+/// runs on the caller's thread.
 ///
 /// The kernel is trusted, as are the addresses in `args`: `launch` cannot check them, so
 /// the caller guarantees that `kernel` follows the ABI and that every pointer in `args`
@@ -166,11 +167,7 @@ pub unsafe fn launch(
         Some(p) => p.current_num_threads(),
         None => rayon::current_num_threads(),
     } as u64;
-    let longest = match programs {
-        Programs::Independent => MAX_CHUNK,
-        Programs::Synchronizing => MAX_SYNC_CHUNK,
-    };
-    let chunk = (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, longest) | 1;
+    let chunk = chunk_len(total, threads, programs);
     let workers = threads.max(1).min(total.div_ceil(chunk));
     let next = AtomicU64::new(0);
     let first: Mutex<Option<Failure>> = Mutex::new(None);
@@ -194,6 +191,20 @@ pub unsafe fn launch(
     let first = first.into_inner().unwrap_or_else(|p| p.into_inner());
     first.map_or(Ok(()), |f| Err(f.1))
 }
+
+/// The length of the chunks of a grid of `total` programs on `threads` threads: odd, at
+/// most the longest chunk of the kind of programs, and short enough that each thread
+/// takes [`MIN_CHUNKS_PER_WORKER`] chunks where the grid allows.
+fn chunk_len(total: u64, threads: u64, programs: Programs) -> u64 {
+    let longest = match programs {
+        Programs::Independent => MAX_CHUNK,
+        Programs::Synchronizing => MAX_SYNC_CHUNK,
+    };
+    (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, longest) | 1
+}
+
+// `| 1` keeps a chunk within its longest length only if that length is odd.
+const _: () = assert!(MAX_CHUNK % 2 == 1 && MAX_SYNC_CHUNK % 2 == 1);
 
 /// Spawns `workers - 1` copies of `work` on the scope's pool, then runs one on this
 /// thread.
@@ -518,6 +529,23 @@ mod tests {
             }
             assert!(run_counting([64, 2, 1], programs, None).iter().all(|&r| r == 1));
         }
+    }
+
+    #[test]
+    fn chunks_are_odd_and_as_long_as_the_kind_of_programs_allows() {
+        for programs in [Programs::Independent, Programs::Synchronizing] {
+            let longest = if programs == Programs::Independent { MAX_CHUNK } else { MAX_SYNC_CHUNK };
+            for threads in [0, 1, 2, 3, 8, 64] {
+                for total in [1, 2, 15, 16, 17, 100, 255, 256, 257, 4096, 5003, 1 << 20, u64::MAX] {
+                    let c = chunk_len(total, threads, programs);
+                    assert!(c % 2 == 1 && c <= longest, "{programs:?} {threads} {total}: {c}");
+                }
+            }
+            // A large grid takes the longest chunks; a small one gives each thread 8.
+            assert_eq!(chunk_len(4096, 2, programs), longest);
+            assert_eq!(chunk_len(160, 2, programs), 11);
+        }
+        assert_eq!((MAX_CHUNK, MAX_SYNC_CHUNK), (127, 31));
     }
 
     #[test]
