@@ -63,9 +63,10 @@ impl Generated {
     }
 
     /// Allocates and fills the buffer; the seed of the random values derives from `name`,
-    /// so a command line always generates the same data.
-    pub fn generate(&self, name: &str) -> HostBuffer {
-        let mut buf = HostBuffer::zeroed(self.dtype, self.shape.clone());
+    /// so a command line always generates the same data. An error when the memory cannot
+    /// be had.
+    pub fn generate(&self, name: &str) -> Result<HostBuffer, String> {
+        let mut buf = HostBuffer::zeroed(self.dtype, self.shape.clone())?;
         let mut rng =
             SplitMix64(name.bytes().fold(0x9e37_79b9_7f4a_7c15, |h, b| (h ^ b as u64).rotate_left(8)));
         let value = |rng: &mut SplitMix64| -> f64 {
@@ -78,7 +79,7 @@ impl Generated {
         };
         let size = self.dtype.size() as usize;
         if self.fill == Fill::Zeros {
-            return buf;
+            return Ok(buf);
         }
         for e in buf.bytes_mut().chunks_exact_mut(size) {
             let v = value(&mut rng);
@@ -91,7 +92,7 @@ impl Generated {
                 _ => e[0] = v as u8,
             }
         }
-        buf
+        Ok(buf)
     }
 }
 
@@ -269,20 +270,20 @@ mod tests {
     #[test]
     fn generates_values_in_range() {
         let g = Generated::parse("rand:f32:1000").unwrap().unwrap();
-        let b = g.generate("X");
+        let b = g.generate("X").unwrap();
         let v: Vec<f32> =
             b.bytes().chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
         let mean = v.iter().sum::<f32>() / v.len() as f32;
         assert!((mean - 0.5).abs() < 0.05, "{mean}");
         let g = Generated::parse("randn:f64:10000").unwrap().unwrap();
-        let b = g.generate("Y");
+        let b = g.generate("Y").unwrap();
         let v: Vec<f64> =
             b.bytes().chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
         assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.1, "{mean} {var}");
-        let b = Generated::parse("ones:i16:3").unwrap().unwrap().generate("Z");
+        let b = Generated::parse("ones:i16:3").unwrap().unwrap().generate("Z").unwrap();
         assert_eq!(b.bytes(), &[1, 0, 1, 0, 1, 0]);
     }
 

@@ -360,7 +360,8 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
                 buffers.insert(name.clone(), (buf, *offset));
             }
             ArgValue::Generated(g) => {
-                buffers.insert(name.clone(), (g.generate(name), 0));
+                let buf = g.generate(name).map_err(|e| fail(format!("--arg {name}: {e}")))?;
+                buffers.insert(name.clone(), (buf, 0));
             }
             _ => {}
         }

@@ -14,11 +14,17 @@ pub struct HostBuffer {
 }
 
 impl HostBuffer {
-    /// A buffer of `len` elements of `dtype`, all bytes zero.
-    pub fn zeroed(dtype: DType, shape: Vec<u64>) -> HostBuffer {
+    /// A buffer of `len` elements of `dtype`, all bytes zero; an error when the memory
+    /// cannot be had (the caller has checked that the size fits a `usize`).
+    pub fn zeroed(dtype: DType, shape: Vec<u64>) -> Result<HostBuffer, String> {
         let len = shape.iter().product::<u64>() as usize;
         let bytes = len * dtype.size() as usize;
-        HostBuffer { dtype, shape, len, storage: vec![0u64; bytes.div_ceil(8)] }
+        let mut storage = Vec::new();
+        storage
+            .try_reserve_exact(bytes.div_ceil(8))
+            .map_err(|_| format!("cannot allocate {bytes} bytes for a buffer of shape {shape:?}"))?;
+        storage.resize(bytes.div_ceil(8), 0u64);
+        Ok(HostBuffer { dtype, shape, len, storage })
     }
 
     /// The elements' bytes.
@@ -125,7 +131,7 @@ pub fn read(path: &Path) -> Result<HostBuffer, Diagnostic> {
     if size.is_none_or(|n| n > bytes.len() as u64) {
         return Err(short());
     }
-    let mut buf = HostBuffer::zeroed(dtype, shape);
+    let mut buf = HostBuffer::zeroed(dtype, shape).map_err(Diagnostic::error_nospan)?;
     let header_len = bytes.len().checked_sub(buf.bytes().len()).ok_or_else(short)?;
     let data = bytes.get(header_len..).ok_or_else(short)?;
     if data.len() != buf.bytes().len() {

@@ -127,6 +127,8 @@ fn errors_are_reported_before_timing() {
         ("X=rand:f33:64x100", "unknown element type"),
         ("X=rand:f32:64xq", "shape"),
         ("X=rand:f32", "KIND:DTYPE:SHAPE"),
+        // 40 PB: beyond any address space, refused without aborting.
+        ("X=randn:f32:100000000000x100000", "cannot allocate"),
     ] {
         let mut args = fwd_args(&["--reps", "3"]);
         let x = args.iter().position(|a| *a == "X=randn:f32:64x100").unwrap();
