@@ -50,6 +50,12 @@ pub const SCRATCH_ALIGN: usize = 64;
 /// faster at N ≤ 1024, where a chunk of 31 rows of 2-4 KB is a stream of only 62-124 KB
 /// per tensor, and from 1.3 % slower to 3.4 % faster from N = 2048 up. Chunks of 63, 79,
 /// 95 and 161 measured alike.
+///
+/// The cost: on a grid of long programs, the worker that takes the last chunk can run up
+/// to a chunk's worth longer than the others; [`MIN_CHUNKS_PER_WORKER`] bounds that to an
+/// eighth of a worker's share. Guided chunks (shrinking to single programs near the end
+/// of the grid) would remove it, but made the forward 10 % slower at N = 512 (0.42-0.44
+/// against 0.47-0.49 ms, three alternating runs): its last quarter ran in short chunks.
 pub const MAX_CHUNK: u64 = 127;
 
 /// The longest chunk of [`Programs::Synchronizing`] programs a worker takes at once (odd).
