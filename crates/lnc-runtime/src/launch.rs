@@ -53,9 +53,10 @@ pub const SCRATCH_ALIGN: usize = 64;
 ///
 /// The cost: on a grid of long programs, the worker that takes the last chunk can run up
 /// to a chunk's worth longer than the others; giving each worker at least 8 chunks bounds
-/// that to an eighth of a worker's share. Guided chunks (shrinking to single programs near the end
-/// of the grid) would remove it, but made the forward 10 % slower at N = 512 (0.42-0.44
-/// against 0.47-0.49 ms, three alternating runs): its last quarter ran in short chunks.
+/// that to an eighth of a worker's share. Guided chunks (shrinking to single programs
+/// near the end of the grid) would remove it, but made the forward 10 % slower at
+/// N = 512 (0.42-0.44 against 0.47-0.49 ms, three alternating runs): its last quarter ran
+/// in short chunks.
 pub const MAX_CHUNK: u64 = 127;
 
 /// The longest chunk of [`Programs::Synchronizing`] programs a worker takes at once (odd).
