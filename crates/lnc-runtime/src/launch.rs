@@ -79,6 +79,17 @@ pub enum Programs {
     Synchronizing,
 }
 
+impl Programs {
+    /// The longest chunk of such programs a worker takes at once: [`MAX_CHUNK`] or
+    /// [`MAX_SYNC_CHUNK`].
+    pub fn longest_chunk(self) -> u64 {
+        match self {
+            Programs::Independent => MAX_CHUNK,
+            Programs::Synchronizing => MAX_SYNC_CHUNK,
+        }
+    }
+}
+
 /// Chunks per worker at least, when the grid is small: the slack that lets fast workers
 /// take over from slow ones.
 const MIN_CHUNKS_PER_WORKER: u64 = 8;
@@ -203,11 +214,7 @@ pub unsafe fn launch(
 /// most the longest chunk of the kind of programs, and short enough that each thread
 /// takes [`MIN_CHUNKS_PER_WORKER`] chunks where the grid allows.
 fn chunk_len(total: u64, threads: u64, programs: Programs) -> u64 {
-    let longest = match programs {
-        Programs::Independent => MAX_CHUNK,
-        Programs::Synchronizing => MAX_SYNC_CHUNK,
-    };
-    (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, longest) | 1
+    (total / (threads.max(1) * MIN_CHUNKS_PER_WORKER)).clamp(1, programs.longest_chunk()) | 1
 }
 
 // `| 1` keeps a chunk within its longest length only if that length is odd.
@@ -541,7 +548,7 @@ mod tests {
     #[test]
     fn chunks_are_odd_and_as_long_as_the_kind_of_programs_allows() {
         for programs in [Programs::Independent, Programs::Synchronizing] {
-            let longest = if programs == Programs::Independent { MAX_CHUNK } else { MAX_SYNC_CHUNK };
+            let longest = programs.longest_chunk();
             for threads in [0, 1, 2, 3, 8, 64] {
                 for total in [1, 2, 15, 16, 17, 100, 255, 256, 257, 4096, 5003, 1 << 20, u64::MAX] {
                     let c = chunk_len(total, threads, programs);
@@ -553,6 +560,10 @@ mod tests {
             assert_eq!(chunk_len(160, 2, programs), 11);
         }
         assert_eq!((MAX_CHUNK, MAX_SYNC_CHUNK), (127, 31));
+        assert_eq!(
+            (Programs::Independent.longest_chunk(), Programs::Synchronizing.longest_chunk()),
+            (MAX_CHUNK, MAX_SYNC_CHUNK)
+        );
     }
 
     #[test]
