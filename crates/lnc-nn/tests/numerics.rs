@@ -68,7 +68,7 @@ fn kernel_sums_beat_naive_sequential_fp32_summation() {
     assert!(kernel_rms < 2e-7 && mean_rms < 2e-7, "kernel sums off by {kernel_rms:e} / {mean_rms:e}");
     assert!(kernel_rms * 20.0 < naive_rms, "kernel {kernel_rms:e} vs naive {naive_rms:e}");
 
-    // One block (the whole row, one tl.sum): 16 chains (4 lanes × 4 accumulators) of 1024
+    // One block (the whole row, one tl.sum): 32 chains (4 lanes × 8 accumulators) of 512
     // additions, combined pairwise, instead of one chain of 16384.
     let (rows, n) = (16, 16384);
     let x: Vec<f32> = randn(&mut rng, rows * n, 1.5, 0.25);
