@@ -30,6 +30,77 @@ fn forward_matches_float64_reference() {
     }
 }
 
+/// `CompileOptions::fused_adds` moves some of the variance loop's subtractions onto the
+/// multiply units as `fma(x, 1, -mean)`: the same operation to the bit. Outputs with and
+/// without it must be identical bits, on rows holding NaNs with payloads, infinities,
+/// signed zeros, subnormals and values of every scale, at lengths around the unrolled
+/// loop's 16 lanes.
+#[test]
+fn fused_adds_change_no_bit() {
+    let fused = lnc::Jit::with_options(lnc::CompileOptions { fused_adds: true, ..Default::default() });
+    let plain = lnc::Jit::with_options(lnc::CompileOptions { fused_adds: false, ..Default::default() });
+    let src = seed_source();
+    let (fused, plain) = (fused.module("ln.py", src.clone()).unwrap(), plain.module("ln.py", src).unwrap());
+    let mut rng = rng();
+    let specials = [
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xffc0_0042),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        f32::from_bits(1),
+        -f32::MIN_POSITIVE / 3.0,
+        3.0e38,
+        -1.0e-30,
+    ];
+    for (m, n) in [(40usize, 1000usize), (17, 33), (9, 4097)] {
+        let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two());
+        let kf = fused.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+        let kp = plain.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+        let clif = |m: &lnc::Module| {
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
+            let text =
+                m.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
+            text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count()
+        };
+        assert_eq!(clif(&plain), 0);
+        if std::arch::is_x86_feature_detected!("fma") {
+            // The variance loop, unrolled 4 times: two of its four subtractions.
+            assert_eq!(clif(&fused), 2, "{m}x{n}");
+        }
+        let mut x = randn(&mut rng, m * n, -2.3, 0.5);
+        // Rows 0 and 1 stay finite; the others get special values, one row per value,
+        // then a few of each scattered.
+        for (r, &v) in specials.iter().enumerate() {
+            let row = 2 + r % (m - 2);
+            x[row * n + (r * 7919) % n] = v;
+        }
+        for (i, xi) in x.iter_mut().enumerate().skip(2 * n).step_by(97) {
+            *xi *= [1e-20f32, 1e20, -1e-38, 7.0][i % 4];
+        }
+        let w = randn(&mut rng, n, 1.0, 0.3);
+        let b = randn(&mut rng, n, 0.0, 0.5);
+        let run = |k: &lnc::Kernel| {
+            let (mut y, mut mean, mut rstd) = (vec![f32::NAN; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+            k.launch(
+                m as u32,
+                &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            [y, mean, rstd].map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>())
+        };
+        let (a, p) = (run(&kf), run(&kp));
+        for (name, (a, p)) in ["y", "mean", "rstd"].iter().zip(a.iter().zip(&p)) {
+            if let Some(i) = (0..a.len()).find(|&i| a[i] != p[i]) {
+                panic!("{m}x{n} {name}[{i}]: fused {:#010x} != plain {:#010x}", a[i], p[i]);
+            }
+        }
+        // The special rows did reach the loop: their statistics are not finite.
+        assert!(p[2][2..].iter().any(|&r| !f32::from_bits(r).is_finite()), "{m}x{n}: no special row");
+    }
+}
+
 #[test]
 fn row_stride_larger_than_n_leaves_padding_untouched() {
     // Rows padded to a stride of n + 5: the padding must keep its poison.

@@ -47,8 +47,11 @@ fn fwd_lir() {
 }
 
 /// The Cranelift IR lnc generates; what Cranelift makes of it depends on the host's CPU
-/// features, so only its presence is checked.
+/// features, so only its presence is checked. The snapshots are of a host with FMA (every
+/// x86-64 core since 2013): the variance loop moves two of its subtractions onto the
+/// multiply units as `fma` (`CompileOptions::fused_adds`), which needs it.
 fn clif_as_generated(checked: bool) -> String {
+    assert!(std::arch::is_x86_feature_detected!("fma"), "the clif snapshots are of a host with FMA");
     let text = dump(Stage::Clif, checked);
     let (before, after) = text.split_once(lnc::CLIF_AFTER).expect("both halves of the clif dump");
     assert!(after.contains("function"), "{after}");

@@ -15,7 +15,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num};
+use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num, ports};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -58,6 +58,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) streaming: bool,
     /// Helper calls emitted so far.
     calls: u32,
+    /// Vector additions and subtractions emitted as multiply-adds by 1 (`ports.rs`).
+    fused_adds: HashSet<lir::Inst>,
     /// For each loop, the scalars it broadcasts, when the function calls helpers (they
     /// are kept in stack slots, [`reload_broadcast_scalars`]); empty otherwise.
     broadcasts: HashMap<lir::Inst, Vec<lir::Value>>,
@@ -135,12 +137,16 @@ pub(crate) fn codegen_fn(
         wide: HashMap::new(),
         streaming: false,
         calls: 0,
+        fused_adds: HashSet::new(),
         broadcasts: HashMap::new(),
         rebroadcast: HashSet::new(),
         saved: HashMap::new(),
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
+    if opts.fused_adds && ports::host_has_fma(fx.module.isa()) {
+        fx.fused_adds = ports::fused_adds(f);
+    }
     if opts.checked {
         load_checked_args(&mut fx)?;
     }
@@ -528,6 +534,10 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         Opcode::Iota => {
             nargs(1)?;
             num::codegen_iota(fx, data.args[0], result(1)?)?
+        }
+        Opcode::Binary(op) if fx.fused_adds.contains(&inst) => {
+            nargs(2)?;
+            num::codegen_fused_add(fx, op, data.args[0], data.args[1], result(1)?)?
         }
         Opcode::Binary(op) => {
             nargs(2)?;

@@ -32,6 +32,7 @@ mod hoist;
 mod induction;
 mod memory;
 mod num;
+mod ports;
 mod stream;
 mod value;
 
@@ -57,11 +58,20 @@ pub struct CodegenOptions {
     /// count times the number of programs) for them to bypass the caches; `u64::MAX`
     /// never streams. Default: [`default_stream_threshold`].
     pub stream_bytes: u64,
+    /// Emit some vector additions of a loop with more additions than multiplications as
+    /// multiply-adds by 1 (the same bits), which run on the multiply units, when the host
+    /// has FMA (`ports.rs`). Default: on.
+    pub fused_adds: bool,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { checked: true, emit_text: false, stream_bytes: stream::default_threshold() }
+        CodegenOptions {
+            checked: true,
+            emit_text: false,
+            stream_bytes: stream::default_threshold(),
+            fused_adds: true,
+        }
     }
 }
 

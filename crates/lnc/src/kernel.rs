@@ -65,7 +65,8 @@ pub struct Kernel {
     lir: lnc_lir::Function,
     checked: lnc_clif::CompiledKernel,
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
-    stream_bytes: u64,
+    /// How `unchecked` is compiled when first launched.
+    unchecked_options: lnc_clif::CodegenOptions,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
@@ -108,7 +109,7 @@ impl Kernel {
             lir,
             checked,
             unchecked: OnceLock::new(),
-            stream_bytes: module.jit.inner.options.stream_threshold,
+            unchecked_options: pipeline::codegen_options(&module.jit.inner.options, false, false),
             programs,
             pool: module.jit.inner.pool.clone(),
             timings,
@@ -213,7 +214,7 @@ impl Kernel {
             match self.unchecked.get() {
                 Some(c) => c,
                 None => {
-                    let c = pipeline::codegen(&self.lir, false, self.stream_bytes)?;
+                    let c = pipeline::codegen(&self.lir, &self.unchecked_options)?;
                     self.unchecked.get_or_init(|| c)
                 }
             }

@@ -34,6 +34,10 @@ pub struct CompileOptions {
     /// per hardware thread, glibc's `memcpy` threshold
     /// ([`lnc_clif::default_stream_threshold`]). The results are the same either way.
     pub stream_threshold: u64,
+    /// In loops with more vector additions than multiplications, emit some additions as
+    /// multiply-adds by 1, which run on the multiply units, when the host has FMA. The
+    /// results are the same bits either way. Default: on.
+    pub fused_adds: bool,
 }
 
 impl Default for CompileOptions {
@@ -43,6 +47,7 @@ impl Default for CompileOptions {
             verify: cfg!(debug_assertions),
             half_rows: true,
             stream_threshold: lnc_clif::default_stream_threshold(),
+            fused_adds: true,
         }
     }
 }
@@ -181,8 +186,7 @@ pub(crate) fn compile(
     }
 
     let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm);
-    let cg_opts =
-        lnc_clif::CodegenOptions { checked: req.checked, emit_text, stream_bytes: opts.stream_threshold };
+    let cg_opts = codegen_options(opts, req.checked, emit_text);
     let t = Instant::now();
     let code = lnc_clif::compile(&lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))?;
     timings.codegen = t.elapsed();
@@ -202,12 +206,24 @@ pub(crate) fn compile(
     Ok(Artifacts { bir, lir, code: Some(code), timings, warnings })
 }
 
-/// Compiles only the unchecked variant of an already tiled kernel.
+/// The code generator's options for a compilation with `opts`.
+pub(crate) fn codegen_options(
+    opts: &CompileOptions,
+    checked: bool,
+    emit_text: bool,
+) -> lnc_clif::CodegenOptions {
+    lnc_clif::CodegenOptions {
+        checked,
+        emit_text,
+        stream_bytes: opts.stream_threshold,
+        fused_adds: opts.fused_adds,
+    }
+}
+
+/// Compiles another variant of an already tiled kernel (the unchecked one).
 pub(crate) fn codegen(
     lir: &lnc_lir::Function,
-    checked: bool,
-    stream_bytes: u64,
+    cg_opts: &lnc_clif::CodegenOptions,
 ) -> Result<lnc_clif::CompiledKernel> {
-    let cg_opts = lnc_clif::CodegenOptions { checked, emit_text: false, stream_bytes };
-    lnc_clif::compile(lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))
+    lnc_clif::compile(lir, cg_opts).map_err(|e| Error::Internal(e.to_string()))
 }
