@@ -101,6 +101,48 @@ fn fused_adds_change_no_bit() {
     }
 }
 
+const VAR64: &str = "@triton.jit
+def var64(X, Out, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.)
+    m = tl.sum(x, axis=0) / N
+    d = tl.where(cols < N, x - m, 0.)
+    tl.store(Out + row, tl.sum(d * d, axis=0) / N)
+";
+
+/// The same in `fp64` (tiles of `f64x2` vectors): the variance loop's subtractions become
+/// multiply-adds and the variances keep their bits, special values included.
+#[test]
+fn fused_adds_change_no_bit_in_fp64() {
+    let (m, n) = (12usize, 333usize);
+    let mut rng = rng();
+    let mut x: Vec<f64> = randn(&mut rng, m * n, 5.0, 3.0).iter().map(|&v| v as f64 * 1.000_000_1).collect();
+    for (r, v) in [f64::NAN, f64::INFINITY, -0.0, f64::from_bits(3), 1e300, -1e-300].into_iter().enumerate() {
+        x[(r + 2) * n + r * 13] = v;
+    }
+    let mut outs = Vec::new();
+    for fused_adds in [true, false] {
+        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_adds, ..Default::default() });
+        let module = jit.module("var64.py", VAR64).unwrap();
+        let sig = "*fp64,*fp64,i32,512";
+        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
+        let text = module.dump("var64", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
+        let fmas = text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count();
+        if !fused_adds {
+            assert_eq!(fmas, 0);
+        } else if std::arch::is_x86_feature_detected!("fma") {
+            assert!(fmas > 0, "{text}");
+        }
+        let k = module.kernel("var64", sig).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = vec![f64::NAN; m];
+        k.launch(m as u32, &lnc::args![&x, &mut out, n as i32]).unwrap_or_else(|e| panic!("{e}"));
+        outs.push(out.iter().map(|v| v.to_bits()).collect::<Vec<u64>>());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(outs[1][..2].iter().all(|&v| f64::from_bits(v).is_finite()) && outs[1][2] != outs[1][0]);
+}
+
 #[test]
 fn row_stride_larger_than_n_leaves_padding_untouched() {
     // Rows padded to a stride of n + 5: the padding must keep its poison.
