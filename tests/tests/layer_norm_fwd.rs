@@ -30,15 +30,15 @@ fn forward_matches_float64_reference() {
     }
 }
 
-/// `CompileOptions::fused_adds` moves some of the variance loop's subtractions onto the
+/// `CompileOptions::fused_subs` moves some of the variance loop's subtractions onto the
 /// multiply units as `fma(x, 1, -mean)`: the same operation to the bit. Outputs with and
 /// without it must be identical bits, on rows holding NaNs with payloads, infinities,
 /// signed zeros, subnormals and values of every scale, at lengths around the unrolled
 /// loop's 16 lanes.
 #[test]
-fn fused_adds_change_no_bit() {
-    let fused = lnc::Jit::with_options(lnc::CompileOptions { fused_adds: true, ..Default::default() });
-    let plain = lnc::Jit::with_options(lnc::CompileOptions { fused_adds: false, ..Default::default() });
+fn fused_subs_change_no_bit() {
+    let fused = lnc::Jit::with_options(lnc::CompileOptions { fused_subs: true, ..Default::default() });
+    let plain = lnc::Jit::with_options(lnc::CompileOptions { fused_subs: false, ..Default::default() });
     let src = seed_source();
     let (fused, plain) = (fused.module("ln.py", src.clone()).unwrap(), plain.module("ln.py", src).unwrap());
     let mut rng = rng();
@@ -66,8 +66,14 @@ fn fused_adds_change_no_bit() {
         };
         assert_eq!(clif(&plain), 0);
         if std::arch::is_x86_feature_detected!("fma") {
-            // The variance loop, unrolled 4 times: two of its four subtractions.
+            // The variance loop, unrolled 4 times: two of its four subtractions, each one
+            // `vfmsub` in the machine code.
             assert_eq!(clif(&fused), 2, "{m}x{n}");
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], ..Default::default() };
+            let asm = fused.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"))[0]
+                .text
+                .clone();
+            assert_eq!(asm.matches("vfmsub").count(), 2, "{asm}");
         }
         let mut x = randn(&mut rng, m * n, -2.3, 0.5);
         // Rows 0 and 1 stay finite; the others get special values, one row per value,
@@ -114,7 +120,7 @@ def var64(X, Out, N, BLOCK: tl.constexpr):
 /// The same in `fp64` (tiles of `f64x2` vectors): the variance loop's subtractions become
 /// multiply-adds and the variances keep their bits, special values included.
 #[test]
-fn fused_adds_change_no_bit_in_fp64() {
+fn fused_subs_change_no_bit_in_fp64() {
     let (m, n) = (12usize, 333usize);
     let mut rng = rng();
     let mut x: Vec<f64> = randn(&mut rng, m * n, 5.0, 3.0).iter().map(|&v| v as f64 * 1.000_000_1).collect();
@@ -122,14 +128,14 @@ fn fused_adds_change_no_bit_in_fp64() {
         x[(r + 2) * n + r * 13] = v;
     }
     let mut outs = Vec::new();
-    for fused_adds in [true, false] {
-        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_adds, ..Default::default() });
+    for fused_subs in [true, false] {
+        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_subs, ..Default::default() });
         let module = jit.module("var64.py", VAR64).unwrap();
         let sig = "*fp64,*fp64,i32,512";
         let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
         let text = module.dump("var64", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
         let fmas = text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count();
-        if !fused_adds {
+        if !fused_subs {
             assert_eq!(fmas, 0);
         } else if std::arch::is_x86_feature_detected!("fma") {
             assert!(fmas > 0, "{text}");
@@ -141,6 +147,71 @@ fn fused_adds_change_no_bit_in_fp64() {
     }
     assert_eq!(outs[0], outs[1]);
     assert!(outs[1][..2].iter().all(|&v| f64::from_bits(v).is_finite()) && outs[1][2] != outs[1][0]);
+}
+
+const MIX: &str = "@triton.jit
+def mix(X, Y, O1, O2, O3, O4, O5, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    y = tl.load(Y + offs, mask=m)
+    tl.store(O1 + offs, x - y, mask=m)
+    tl.store(O2 + offs, x - (-y), mask=m)
+    tl.store(O3 + offs, (-x) - y, mask=m)
+    tl.store(O4 + offs, y - x, mask=m)
+    tl.store(O5 + offs, ((x + 1.0) + (y + 2.0)) + ((x + 3.0) + (y + 4.0)), mask=m)
+";
+
+/// Which NaN comes out of a subtraction: `vfmsub` returns the same one as `vsubps`, and
+/// subtractions of a negated operand stay subtractions (Cranelift would fold the negation
+/// into the multiply-add, which does not flip a NaN's sign as the negation does). The
+/// additions leave room for all four subtractions to move; two may. Every pair of NaNs of
+/// both signs and two payloads, numbers, infinities and zeros, stored straight from each
+/// subtraction: the same bits with and without.
+#[test]
+fn fused_subs_keep_nan_bits() {
+    let vals = [
+        f32::from_bits(0x7fc0_0001),
+        f32::from_bits(0xffc0_0002),
+        f32::from_bits(0x7fc1_2345),
+        f32::from_bits(0xffd0_0000),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.5,
+        -3.25e-40,
+    ];
+    let (x, y): (Vec<f32>, Vec<f32>) = vals.iter().flat_map(|&a| vals.iter().map(move |&b| (a, b))).unzip();
+    let n = x.len();
+    let mut outs = Vec::new();
+    for fused_subs in [true, false] {
+        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_subs, ..Default::default() });
+        let module = jit.module("mix.py", MIX).unwrap();
+        let sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,64";
+        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
+        let text = module.dump("mix", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
+        let fmas = text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count();
+        if !fused_subs {
+            assert_eq!(fmas, 0);
+        } else if std::arch::is_x86_feature_detected!("fma") {
+            // In every vector copy of the body (streaming and cached, unrolled, the tail of
+            // tiles): `x - y` and `y - x`, not the two with a negated operand.
+            assert!(fmas > 0 && fmas.is_multiple_of(2), "{fmas} fma:\n{text}");
+        }
+        let k = module.kernel("mix", sig).unwrap_or_else(|e| panic!("{e}"));
+        let mut o: [Vec<f32>; 5] = std::array::from_fn(|_| vec![0.0f32; n]);
+        let [o1, o2, o3, o4, o5] = o.each_mut();
+        k.launch(n.div_ceil(64) as u32, &lnc::args![&x, &y, o1, o2, o3, o4, o5, n as i32])
+            .unwrap_or_else(|e| panic!("{e}"));
+        outs.push(o.iter().map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>()).collect::<Vec<_>>());
+    }
+    for (k, (a, b)) in outs[0].iter().zip(&outs[1]).enumerate() {
+        for i in 0..n {
+            let (xi, yi) = (x[i].to_bits(), y[i].to_bits());
+            assert_eq!(a[i], b[i], "O{}: x = {xi:#010x}, y = {yi:#010x}", k + 1);
+        }
+    }
 }
 
 #[test]

@@ -58,8 +58,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) streaming: bool,
     /// Helper calls emitted so far.
     calls: u32,
-    /// Vector additions and subtractions emitted as multiply-adds by 1 (`ports.rs`).
-    fused_adds: HashSet<lir::Inst>,
+    /// Vector subtractions emitted as multiply-adds by 1 (`ports.rs`).
+    fused_subs: HashSet<lir::Inst>,
     /// For each loop, the scalars it broadcasts, when the function calls helpers (they
     /// are kept in stack slots, [`reload_broadcast_scalars`]); empty otherwise.
     broadcasts: HashMap<lir::Inst, Vec<lir::Value>>,
@@ -137,15 +137,15 @@ pub(crate) fn codegen_fn(
         wide: HashMap::new(),
         streaming: false,
         calls: 0,
-        fused_adds: HashSet::new(),
+        fused_subs: HashSet::new(),
         broadcasts: HashMap::new(),
         rebroadcast: HashSet::new(),
         saved: HashMap::new(),
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
-    if opts.fused_adds && ports::host_has_fma(fx.module.isa()) {
-        fx.fused_adds = ports::fused_adds(f);
+    if opts.fused_subs && ports::host_has_fma(fx.module.isa()) {
+        fx.fused_subs = ports::fused_subs(f);
     }
     if opts.checked {
         load_checked_args(&mut fx)?;
@@ -535,9 +535,9 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(1)?;
             num::codegen_iota(fx, data.args[0], result(1)?)?
         }
-        Opcode::Binary(op) if fx.fused_adds.contains(&inst) => {
+        Opcode::Binary(lir::BinOp::Sub) if fx.fused_subs.contains(&inst) => {
             nargs(2)?;
-            num::codegen_fused_add(fx, op, data.args[0], data.args[1], result(1)?)?
+            num::codegen_fused_sub(fx, data.args[0], data.args[1], result(1)?)?
         }
         Opcode::Binary(op) => {
             nargs(2)?;

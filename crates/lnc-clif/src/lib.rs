@@ -58,10 +58,10 @@ pub struct CodegenOptions {
     /// count times the number of programs) for them to bypass the caches; `u64::MAX`
     /// never streams. Default: [`default_stream_threshold`].
     pub stream_bytes: u64,
-    /// Emit some vector additions of a loop with more additions than multiplications as
-    /// multiply-adds by 1 (the same bits), which run on the multiply units, when the host
-    /// has FMA (`ports.rs`). Default: on.
-    pub fused_adds: bool,
+    /// Emit some vector subtractions of a loop with more additions than multiplications
+    /// as multiply-adds by 1 (the same bits), which run on the multiply units, when the
+    /// host has AVX and FMA (`ports.rs`). Default: on.
+    pub fused_subs: bool,
 }
 
 impl Default for CodegenOptions {
@@ -70,7 +70,7 @@ impl Default for CodegenOptions {
             checked: true,
             emit_text: false,
             stream_bytes: stream::default_threshold(),
-            fused_adds: true,
+            fused_subs: true,
         }
     }
 }

@@ -135,26 +135,25 @@ pub(crate) fn codegen_binary(
     })
 }
 
-/// `a + b` or `a - b` of float tiles as `fma(a, 1, ±b)`: the same bits, on the multiply
-/// units (`ports.rs`).
-pub(crate) fn codegen_fused_add(
+/// `a - b` of float tiles as `fma(a, 1, -b)`: the same bits, on the multiply units
+/// (`ports.rs`).
+pub(crate) fn codegen_fused_sub(
     fx: &mut FunctionCx,
-    op: BinOp,
     a: lir::Value,
     b: lir::Value,
     ty: Ty,
 ) -> Result<CVal, CodegenError> {
     let d = ty.dtype();
-    if !matches!(d, DType::F32 | DType::F64) || !matches!(op, BinOp::Add | BinOp::Sub) {
-        return Err(CodegenError::InvalidIr(format!("a fused {op:?} of {d}")));
+    if !matches!(d, DType::F32 | DType::F64) {
+        return Err(CodegenError::InvalidIr(format!("a fused subtraction of {d}")));
     }
     lanewise(fx, ty, per_for(d, true), &[a, b], |fx, v| {
         let (x, y) = (v[0], v[1]);
         let like = fx.bcx.func.dfg.value_type(x);
         let one = const_like(&mut fx.bcx, like, lir::Const::Float(1.0))?;
-        // Cranelift lowers `fma(x, 1, fneg(y))` to one `vfmsub`, without negating `y`.
-        let y = if op == BinOp::Sub { fx.bcx.ins().fneg(y) } else { y };
-        Ok(fx.bcx.ins().fma(x, one, y))
+        // One `vfmsub`: Cranelift folds the negation into the multiply-add.
+        let minus_y = fx.bcx.ins().fneg(y);
+        Ok(fx.bcx.ins().fma(x, one, minus_y))
     })
 }
 

@@ -1,31 +1,39 @@
-//! Additions on the multiply units: in a loop with more vector additions and subtractions
-//! than multiplications, some of them are emitted as `fma(x, 1, y)` and `fma(x, 1, -y)`.
+//! Subtractions on the multiply units: in a loop with more vector additions and
+//! subtractions than multiplications, some subtractions are emitted as `fma(x, 1, -y)`.
 //!
-//! x86-64 cores run vector additions and multiply-adds on different units: current AMD
-//! cores add on two pipes and multiply (or multiply-add) on two others. The variance loop
-//! of a layer norm, `acc += (x - mean) * (x - mean)`, has two additions per multiplication,
-//! so its adds wait on their two pipes while the multiply pipes idle half the time. A
-//! multiply-add by 1 is the same operation to the bit: `x · 1` is exact, so `fma(x, 1, y)`
-//! rounds `x + y` once, as the addition does, with the same signed zeros, infinities and
-//! NaNs. Moving half of the surplus over balances the two kinds of pipe: the seed
-//! forward's variance loop, timed alone on rows of 1024 in L2, went from 6.03 to 5.56 µs
-//! for 64 rows, and the whole forward from 17.0 to 16.1 µs.
+//! AMD's Zen cores add on two pipes and multiply (or multiply-add) on two others. The
+//! variance loop of a layer norm, `acc += (x - mean) * (x - mean)`, has two additions per
+//! multiplication, so its adds wait on their two pipes while the multiply pipes idle half
+//! the time. A multiply-add by 1 is the same operation to the bit: `x · 1` is exact, so
+//! `fma(x, 1, -y)` rounds `x - y` once, as the subtraction does, with the same signed
+//! zeros and infinities, and Cranelift emits one `vfmsub`, which returns the same NaN as
+//! `vsubps` (`x`'s when both are NaN, else the NaN operand, its sign untouched). On this
+//! machine (Zen 4) the seed forward's variance loop, timed alone on rows of 1024 in L2,
+//! went from 6.03 to 5.56 µs for 64 rows, and the whole forward from 17.0 to 16.1 µs. On
+//! Intel cores from Skylake to Tiger Lake additions and multiply-adds share two ports with
+//! the same latency, so there it changes nothing.
 //!
-//! Which additions move: those of an innermost loop's body whose result is not a
-//! loop-carried value. An accumulator's update is a chain whose speed is the latency of
-//! each step, and a multiply-add takes a cycle longer than an addition. The moved ones are
-//! spread evenly over the body (one copy in two of an unrolled loop, rather than the first
-//! copies), so that every stretch of the body keeps both kinds of pipe busy.
+//! Which subtractions move:
+//! - those of an innermost loop's body that do not depend on a loop-carried value: an
+//!   accumulator's chain runs at the latency of each step, and a multiply-add takes a
+//!   cycle longer than a subtraction;
+//! - not those with a negated operand: Cranelift folds the negation into the multiply-add
+//!   (`vfmadd`, `vfnmsub`), which returns a NaN operand unnegated where the plain code
+//!   negates it first;
+//! - not additions: Cranelift swaps an addition's operands to fold a load, which changes
+//!   which of two NaNs it returns, and a multiply-add would not follow it;
+//! - spread evenly over the body (one copy in two of an unrolled loop, rather than the
+//!   first copies), so that every stretch of it keeps both kinds of pipe busy.
 //!
-//! Only when the host has FMA ([`host_has_fma`]); otherwise Cranelift could not lower a
-//! vector `fma`.
+//! Only when the host has AVX and FMA ([`host_has_fma`]): without them Cranelift lowers a
+//! vector `fma` to a call per lane.
 
 use std::collections::HashSet;
 
-use lnc_lir::{self as lir, BinOp, Opcode, Ty};
+use lnc_lir::{self as lir, BinOp, Opcode, Ty, UnOp};
 
-/// The additions and subtractions of `f` to emit as multiply-adds by 1.
-pub(crate) fn fused_adds(f: &lir::Function) -> HashSet<lir::Inst> {
+/// The subtractions of `f` to emit as multiply-adds by 1.
+pub(crate) fn fused_subs(f: &lir::Function) -> HashSet<lir::Inst> {
     let mut fused = HashSet::new();
     f.walk(|l| {
         let data = &f.insts[l];
@@ -36,19 +44,27 @@ pub(crate) fn fused_adds(f: &lir::Function) -> HashSet<lir::Inst> {
         if body.insts.iter().any(|&i| !f.insts[i].regions.is_empty()) {
             return;
         }
-        let Some(&term) = body.insts.last() else { return };
-        let carried = &f.insts[term].args;
+        // The values that depend on a loop-carried one (the body is in program order).
+        let mut carried: HashSet<lir::Value> = body.args[1..].iter().copied().collect();
         let (mut adds, mut muls, mut movable) = (0usize, 0usize, Vec::new());
         for &i in body.insts.iter() {
             let d = &f.insts[i];
+            if d.args.iter().any(|a| carried.contains(a)) {
+                carried.extend(d.results.iter().copied());
+            }
             let Opcode::Binary(op) = d.opcode else { continue };
             if !matches!(f.ty(d.results[0]), Ty::Tile(dt, _) if dt.is_float() && dt.size() >= 4) {
                 continue;
             }
             match op {
-                BinOp::Add | BinOp::Sub => {
+                BinOp::Add => adds += 1,
+                BinOp::Sub => {
                     adds += 1;
-                    if !carried.contains(&d.results[0]) {
+                    let negated = d.args.iter().any(|&a| {
+                        matches!(f.values[a].def, lir::ValueDef::Result(j, _)
+                            if f.insts[j].opcode == Opcode::Unary(UnOp::Neg))
+                    });
+                    if !negated && !carried.contains(&d.results[0]) {
                         movable.push(i);
                     }
                 }
@@ -62,7 +78,10 @@ pub(crate) fn fused_adds(f: &lir::Function) -> HashSet<lir::Inst> {
     fused
 }
 
-/// Whether the host ISA that kernels are compiled for has FMA.
+/// Whether the host ISA that kernels are compiled for has AVX and FMA (what Cranelift
+/// needs to emit `vfmsub`).
 pub(crate) fn host_has_fma(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
-    isa.isa_flags().iter().any(|v| v.name == "has_fma" && v.as_bool() == Some(true))
+    let flags = isa.isa_flags();
+    let on = |name: &str| flags.iter().any(|v| v.name == name && v.as_bool() == Some(true));
+    on("has_avx") && on("has_fma")
 }

@@ -21,16 +21,19 @@
 //!
 //! `U` is the requested factor, halved while the copies' accumulators and loaded tiles
 //! would not fit in the 16 vector registers. A loop over a row of run-time length whose
-//! only arithmetic is the accumulations (a plain sum or maximum of loaded tiles) gets
-//! twice the factor: with nothing else in the body to overlap and one chain per copy, its
-//! speed is the latency of the chains alone. A vector addition takes 3 cycles on current x86-64 cores, which
-//! start two per cycle, so six chains keep them busy and four leave a third idle: the
-//! mean of the seed forward's row at N = 1024, timed alone on L2-resident rows, took
-//! 3.7 µs for 64 rows with eight chains against 4.0 µs with four. Bodies with more
-//! arithmetic (the variance's subtraction and multiplication) are limited by the
-//! arithmetic units already at four, and a loop of constant extent (the rows of a 2-D
-//! block) is short: there the doubling only costs compile time.
-//!
+//! body only loads tiles of one register each and adds, maximizes or minimizes them into
+//! one float accumulator (`tl.sum(x)` of a loaded row) gets twice the factor: with
+//! nothing else to overlap, its speed is the latency of its chains. A vector addition
+//! takes 3 cycles on AMD's Zen 4, which starts two per cycle, so six chains keep the
+//! adders busy and four leave a third of them idle: the mean of the seed forward's row at
+//! N = 1024, timed alone on L2-resident rows, took 3.7 µs for 64 rows with eight chains
+//! against 4.0 µs with four. Other bodies keep the factor: more arithmetic (the
+//! variance's subtraction and multiplication) already fills the arithmetic units at four
+//! copies, selects and splats need registers of their own (a sum of `tl.where(x > c, x,
+//! d)` with eight chains spilled three accumulators, 16 % slower), a tile of two
+//! registers (`fp64`) would spill, and a loop of constant extent (the rows of a 2-D
+//! block) is short, so the doubling would only cost compile time.
+
 //! A loop qualifies when it starts at 0 with a positive constant step, has no nested
 //! regions, and each carried value `a` is used once, by `a ⊕ x` with `⊕` an addition,
 //! maximum or minimum whose result only feeds the `yield` — except a scalar float sum:
@@ -53,19 +56,20 @@ pub(crate) fn run(f: &mut Function, unroll: u8) {
     }
     let parent = parents(f);
     for l in for_loops(f) {
-        if let Some(ops) = reductions(f, l) {
+        if let Some(updates) = reductions(f, l) {
+            let ops: Vec<BinOp> = updates.iter().map(|&(op, _)| op).collect();
             // A loop without accumulators has no chain to break: two copies only halve
             // its loop overhead. Under an `if` (the seed backward's lock-protected
             // update, both branches) that is not worth the compile time it costs.
-            let chains_only = !ops.is_empty() && only_accumulations(f, l);
+            let chains_only = only_accumulations(f, l, &updates);
             let cap = match (ops.is_empty(), parent[&l]) {
                 (false, _) if chains_only => unroll.saturating_mul(2),
                 (false, _) => unroll,
                 (true, Some((p, _))) if f.insts[p].opcode == Opcode::If => 1,
                 (true, _) => unroll.min(2),
             };
-            // Only the accumulators and the loaded tiles are live in a body of accumulations:
-            // no invariants need registers.
+            // Only the accumulators and the loaded tiles are live in a body of
+            // accumulations: no invariants need registers.
             let budget = if chains_only { VECTOR_REGISTERS } else { LIVE_TILES };
             let u = fitting_unroll(f, l, cap, budget);
             if u >= 2 {
@@ -82,18 +86,41 @@ const VECTOR_REGISTERS: usize = 16;
 /// invariants (splats of scalars).
 const LIVE_TILES: usize = 12;
 
-/// Whether loop `l` runs to a bound known only at run time, carries one accumulator, and
-/// its body's tile arithmetic is only that accumulator's update. (Several reductions of
-/// one loop are as many chains per copy already.)
-fn only_accumulations(f: &Function, l: Inst) -> bool {
-    if int_of(f, f.insts[l].args[1]).is_some() || f.insts[l].args.len() != 4 {
+/// Whether loop `l` runs to a bound known only at run time and its body is only loads of
+/// tiles the type of its one accumulator, a float tile of one vector register, index
+/// arithmetic on integer scalars, and the accumulator's update. (Several reductions of one
+/// loop are as many chains per copy already.)
+fn only_accumulations(f: &Function, l: Inst, updates: &[(BinOp, Inst)]) -> bool {
+    let d = &f.insts[l];
+    let &[(_, step)] = updates else { return false };
+    let acc = f.ty(d.results[0]);
+    // `fp16`/`bf16` tiles are computed in `f32`, twice their storage.
+    let one_register = matches!(acc, Ty::Tile(dt, lanes) if dt.is_float() && dt.size() >= 4 && dt.size() * lanes as u32 == 16);
+    if int_of(f, d.args[1]).is_some() || !one_register {
         return false;
     }
-    let Some(updates) = carried_updates(f, l) else { return false };
-    f.insts[l].regions[0].insts.iter().all(|&i| {
-        let arithmetic = matches!(f.insts[i].opcode, Opcode::Binary(_) | Opcode::Unary(_) | Opcode::Cast);
-        !arithmetic || !f.ty(f.insts[i].results[0]).is_tile() || updates.iter().any(|&(_, s)| s == i)
-    })
+    // What the update depends on, walking back; dead code that `bounds` left (a mask's
+    // `iota` and comparison, removed later) does not count.
+    let body = &d.regions[0];
+    let (_, insts) = body.insts.split_last().expect("a loop body ends in yield");
+    let mut live: HashSet<Value> = HashSet::new();
+    for &i in insts.iter().rev() {
+        let data = &f.insts[i];
+        if i != step && !data.results.iter().any(|r| live.contains(r)) {
+            if !data.opcode.is_pure() {
+                return false;
+            }
+            continue;
+        }
+        let load = matches!(data.opcode, Opcode::Load { .. } | Opcode::ScratchLoad(_))
+            && f.ty(data.results[0]) == acc;
+        let index = data.results.iter().all(|&r| matches!(f.ty(r), Ty::Scalar(dt) if dt.is_int()));
+        if i != step && !load && !index {
+            return false;
+        }
+        live.extend(data.args.iter().copied());
+    }
+    true
 }
 
 /// The largest power of two up to `unroll` at which the copies' accumulators and loaded
@@ -114,8 +141,9 @@ fn fitting_unroll(f: &Function, l: Inst, unroll: u8, budget: usize) -> u8 {
     u
 }
 
-/// The reduction of each carried value of `l`, when the loop qualifies.
-fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
+/// The reduction of each carried value of `l` and the instruction that updates it, when
+/// the loop qualifies.
+fn reductions(f: &Function, l: Inst) -> Option<Vec<(BinOp, Inst)>> {
     let d = &f.insts[l];
     if int_of(f, d.args[0]) != Some(0) || int_of(f, d.args[2]).is_none_or(|s| s <= 0) {
         return None;
@@ -136,7 +164,7 @@ fn reductions(f: &Function, l: Inst) -> Option<Vec<BinOp>> {
     if updates.iter().any(sequential) {
         return None;
     }
-    Some(updates.into_iter().map(|(op, _)| op).collect())
+    Some(updates)
 }
 
 /// For each carried value `a` of loop `l` (whose body has no nested regions), the

@@ -107,12 +107,13 @@ impl TileError {
 
 /// Lowers a specialized kernel from block IR to loop IR.
 pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Function, TileError> {
-    if !(1..=64).contains(&opts.lanes) || !opts.lanes.is_power_of_two() {
-        let span = f.body.insts.first().map_or(Span::DUMMY, |&i| f.span(i));
-        return Err(TileError::new(
-            span,
-            format!("{} lanes per tile: expected a power of two from 1 to 64", opts.lanes),
-        ));
+    // The unrolled loop's bound is rounded down with a mask of `-(unroll · lanes)`, which
+    // needs a power of two.
+    for (what, n) in [("lanes per tile", opts.lanes), ("accumulators per reduction (unroll)", opts.unroll)] {
+        if !(1..=64).contains(&n) || !n.is_power_of_two() {
+            let span = f.body.insts.first().map_or(Span::DUMMY, |&i| f.span(i));
+            return Err(TileError::new(span, format!("{n} {what}: expected a power of two from 1 to 64")));
+        }
     }
     let rewritten = carried::rewrite(f);
     if cfg!(debug_assertions)

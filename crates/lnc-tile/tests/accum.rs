@@ -164,3 +164,42 @@ fn a_float_sum_written_as_a_loop_keeps_its_order() {
     }
     assert_eq!((0..10).fold(0.0f32, |a, _| a + 0.1), 1.000_000_1);
 }
+
+const WHERE_SUM: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.)
+    tl.store(Y, tl.sum(tl.where(x > 0.5, x, 0.25), axis=0))
+"#;
+
+/// Only a loop that loads tiles of one register and adds them into one float accumulator
+/// gets twice the accumulators. A select and its splats need registers (eight chains
+/// spilled three accumulators), an `fp64` tile takes two registers, and an `i32` sum's
+/// additions take one cycle: those keep the factor.
+#[test]
+fn only_a_plain_sum_of_one_register_tiles_gets_twice_the_accumulators() {
+    let opts = TileOptions { lanes: 4, bounds: true, unroll: 4, ..Default::default() };
+    for (src, sig, wide) in [
+        (ONE_SUM, "*fp32,*fp32,i32,64", 8),
+        (ONE_SUM, "*fp64,*fp64,i32,64", 4),
+        (WHERE_SUM, "*fp32,*fp32,i32,64", 4),
+        (INT_SUM, "*i32,*i32,i32,64", 4),
+    ] {
+        let l = tile_opts(&bir(src, "k", sig), opts).expect("tiles");
+        let carried = carried_counts(&l);
+        assert_eq!(carried.iter().max(), Some(&wide), "{sig}: {carried:?}\n{}", lnc_lir::print_function(&l));
+    }
+}
+
+/// The unrolled bound is rounded down with a mask, so the factor must be a power of two:
+/// anything else is an error, not a wrong sum.
+#[test]
+fn an_unroll_factor_that_is_not_a_power_of_two_is_an_error() {
+    let f = bir(ONE_SUM, "k", "*fp32,*fp32,i32,64");
+    for unroll in [0u8, 3, 128] {
+        let e = tile_opts(&f, TileOptions { lanes: 4, bounds: true, unroll, ..Default::default() })
+            .expect_err("not a power of two from 1 to 64");
+        assert!(e.message.contains("expected a power of two from 1 to 64"), "{unroll}: {}", e.message);
+    }
+}

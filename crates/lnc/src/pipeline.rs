@@ -34,10 +34,10 @@ pub struct CompileOptions {
     /// per hardware thread, glibc's `memcpy` threshold
     /// ([`lnc_clif::default_stream_threshold`]). The results are the same either way.
     pub stream_threshold: u64,
-    /// In loops with more vector additions than multiplications, emit some additions as
-    /// multiply-adds by 1, which run on the multiply units, when the host has FMA. The
-    /// results are the same bits either way. Default: on.
-    pub fused_adds: bool,
+    /// In loops with more vector additions than multiplications, emit some subtractions
+    /// as multiply-adds by 1, which run on the multiply units, when the host has AVX and
+    /// FMA. The results are the same bits either way. Default: on.
+    pub fused_subs: bool,
 }
 
 impl Default for CompileOptions {
@@ -47,7 +47,7 @@ impl Default for CompileOptions {
             verify: cfg!(debug_assertions),
             half_rows: true,
             stream_threshold: lnc_clif::default_stream_threshold(),
-            fused_adds: true,
+            fused_subs: true,
         }
     }
 }
@@ -216,7 +216,7 @@ pub(crate) fn codegen_options(
         checked,
         emit_text,
         stream_bytes: opts.stream_threshold,
-        fused_adds: opts.fused_adds,
+        fused_subs: opts.fused_subs,
     }
 }
 

@@ -223,8 +223,8 @@ impl B {
 
 /// Both modes, for tests that must pass either way.
 pub const MODES: [CodegenOptions; 2] = [
-    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_adds: true },
-    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX, fused_adds: true },
+    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true },
+    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX, fused_subs: true },
 ];
 
 /// A pointer argument slot and its bounds.
