@@ -30,6 +30,28 @@ fn forward_matches_float64_reference() {
     }
 }
 
+/// The `fma` instructions of `kernel`'s Cranelift IR as lnc generates it.
+fn clif_fmas(module: &lnc::Module, kernel: &str, sig: &str) -> usize {
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
+    let text = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
+    text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count()
+}
+
+/// `kernel` of `src` compiled with `fused_subs` on or off, and the `fma` instructions of its
+/// Cranelift IR (none when off).
+fn compile_fused(
+    fused_subs: bool,
+    src: &str,
+    kernel: &str,
+    sig: &str,
+) -> (std::sync::Arc<lnc::Kernel>, usize) {
+    let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_subs, ..Default::default() });
+    let module = jit.module(format!("{kernel}.py"), src).unwrap();
+    let fmas = clif_fmas(&module, kernel, sig);
+    assert!(fused_subs || fmas == 0, "{fmas} fma with fused_subs off");
+    (module.kernel(kernel, sig).unwrap_or_else(|e| panic!("{e}")), fmas)
+}
+
 /// `CompileOptions::fused_subs` moves some of the variance loop's subtractions onto the
 /// multiply units as `fma(x, 1, -mean)`: the same operation to the bit. Outputs with and
 /// without it must be identical bits, on rows holding NaNs with payloads, infinities,
@@ -58,12 +80,7 @@ fn fused_subs_change_no_bit() {
         let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two());
         let kf = fused.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
         let kp = plain.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
-        let clif = |m: &lnc::Module| {
-            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
-            let text =
-                m.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
-            text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count()
-        };
+        let clif = |m: &lnc::Module| clif_fmas(m, "_layer_norm_fwd_fused", &sig);
         assert_eq!(clif(&plain), 0);
         if std::arch::is_x86_feature_detected!("fma") {
             // The variance loop, unrolled 4 times: two of its four subtractions, each one
@@ -129,18 +146,10 @@ fn fused_subs_change_no_bit_in_fp64() {
     }
     let mut outs = Vec::new();
     for fused_subs in [true, false] {
-        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_subs, ..Default::default() });
-        let module = jit.module("var64.py", VAR64).unwrap();
-        let sig = "*fp64,*fp64,i32,512";
-        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
-        let text = module.dump("var64", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
-        let fmas = text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count();
-        if !fused_subs {
-            assert_eq!(fmas, 0);
-        } else if std::arch::is_x86_feature_detected!("fma") {
-            assert!(fmas > 0, "{text}");
+        let (k, fmas) = compile_fused(fused_subs, VAR64, "var64", "*fp64,*fp64,i32,512");
+        if fused_subs && std::arch::is_x86_feature_detected!("fma") {
+            assert!(fmas > 0);
         }
-        let k = module.kernel("var64", sig).unwrap_or_else(|e| panic!("{e}"));
         let mut out = vec![f64::NAN; m];
         k.launch(m as u32, &lnc::args![&x, &mut out, n as i32]).unwrap_or_else(|e| panic!("{e}"));
         outs.push(out.iter().map(|v| v.to_bits()).collect::<Vec<u64>>());
@@ -186,20 +195,13 @@ fn fused_subs_keep_nan_bits() {
     let n = x.len();
     let mut outs = Vec::new();
     for fused_subs in [true, false] {
-        let jit = lnc::Jit::with_options(lnc::CompileOptions { fused_subs, ..Default::default() });
-        let module = jit.module("mix.py", MIX).unwrap();
-        let sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,64";
-        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Clif], ..Default::default() };
-        let text = module.dump("mix", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
-        let fmas = text.split_once(lnc::CLIF_AFTER).expect("both halves").0.matches(" = fma ").count();
-        if !fused_subs {
-            assert_eq!(fmas, 0);
-        } else if std::arch::is_x86_feature_detected!("fma") {
+        let (k, fmas) =
+            compile_fused(fused_subs, MIX, "mix", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,64");
+        if fused_subs && std::arch::is_x86_feature_detected!("fma") {
             // In every vector copy of the body (streaming and cached, unrolled, the tail of
             // tiles): `x - y` and `y - x`, not the two with a negated operand.
-            assert!(fmas > 0 && fmas.is_multiple_of(2), "{fmas} fma:\n{text}");
+            assert!(fmas > 0 && fmas.is_multiple_of(2), "{fmas} fma");
         }
-        let k = module.kernel("mix", sig).unwrap_or_else(|e| panic!("{e}"));
         let mut o: [Vec<f32>; 5] = std::array::from_fn(|_| vec![0.0f32; n]);
         let [o1, o2, o3, o4, o5] = o.each_mut();
         k.launch(n.div_ceil(64) as u32, &lnc::args![&x, &y, o1, o2, o3, o4, o5, n as i32])
