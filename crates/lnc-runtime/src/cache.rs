@@ -66,9 +66,8 @@ impl CacheFlush {
     /// timed run).
     pub fn new() -> CacheFlush {
         let bytes = last_level_cache().map_or(0, |c| 2 * c.bytes).max(64 << 20);
-        let mut flush = CacheFlush { buf: vec![0; (bytes / 8) as usize] };
-        flush.buf.iter_mut().for_each(|v| *v = 1);
-        flush
+        // Non-zero, so that the pages are written now rather than mapped zeroed.
+        CacheFlush { buf: vec![1; (bytes / 8) as usize] }
     }
 
     /// The bytes one [`CacheFlush::run`] writes.

@@ -33,7 +33,7 @@
 //! d)` with eight chains spilled three accumulators, 16 % slower), a tile of two
 //! registers (`fp64`) would spill, and a loop of constant extent (the rows of a 2-D
 //! block) is short, so the doubling would only cost compile time.
-
+//!
 //! A loop qualifies when it starts at 0 with a positive constant step, has no nested
 //! regions, and each carried value `a` is used once, by `a ⊕ x` with `⊕` an addition,
 //! maximum or minimum whose result only feeds the `yield` — except a scalar float sum:

@@ -188,7 +188,7 @@ pub(crate) fn compile(
     let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm);
     let cg_opts = codegen_options(opts, req.checked, emit_text);
     let t = Instant::now();
-    let code = lnc_clif::compile(&lir, &cg_opts).map_err(|e| Error::Internal(e.to_string()))?;
+    let code = codegen(&lir, &cg_opts)?;
     timings.codegen = t.elapsed();
     if let Some(text) = code.text() {
         if req.wants(Stage::Clif) {
@@ -220,7 +220,8 @@ pub(crate) fn codegen_options(
     }
 }
 
-/// Compiles another variant of an already tiled kernel (the unchecked one).
+/// Generates machine code for a tiled kernel (the checked variant while compiling, the
+/// unchecked one on its first launch).
 pub(crate) fn codegen(
     lir: &lnc_lir::Function,
     cg_opts: &lnc_clif::CodegenOptions,
