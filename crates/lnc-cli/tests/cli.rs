@@ -385,3 +385,35 @@ fn compile_and_run_print_the_masked_lane_warning_and_still_succeed() {
     let (_, v) = load(&out.join("V.npy"));
     assert!((v[0] - (8.25 + 6.0 * 30.25 / 10.0)).abs() < 1e-4, "{v:?}");
 }
+
+/// `device_print` names the program printing. Compiled kernels run a chunk of programs per
+/// call, so each line must carry the current program's id, not the chunk's first: every
+/// program of a 300 x 2 grid (chunks of dozens of programs) prints its own line once.
+#[test]
+fn device_print_names_every_program_of_a_chunk() {
+    let d = tempdir("print-pids");
+    let f = d.join("show.py");
+    std::fs::write(
+        &f,
+        "import triton\nimport triton.language as tl\n\n@triton.jit\ndef show(X):\n    \
+         pid = tl.program_id(0)\n    tl.device_print(\"at\", pid + 1000 * tl.program_id(1))\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    for threads in ["1", "2"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_lnc"))
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["run", f.to_str().unwrap(), "--kernel", "show", "--grid", "300,2"])
+            .args(["--signature", "*fp32", "--arg", "X=zeros:f32:1", "--out", out.to_str().unwrap()])
+            .output()
+            .expect("lnc runs");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let mut lines: Vec<&str> = std::str::from_utf8(&o.stderr).unwrap().lines().collect();
+        lines.sort_unstable();
+        let mut want: Vec<String> = (0..2)
+            .flat_map(|y| (0..300).map(move |x| format!("pid ({x}, {y}, 0) idx () at: {}", x + 1000 * y)))
+            .collect();
+        want.sort_unstable();
+        assert_eq!(lines, want, "{threads} threads");
+    }
+}

@@ -27,8 +27,14 @@ pub(crate) struct FunctionCx<'a, 'b> {
     values: SecondaryMap<lir::Value, Option<CVal>>,
     /// The blocks of each control-flow instruction, created up front.
     blocks: SecondaryMap<lir::Inst, Vec<Block>>,
-    /// The kernel's parameters: argument slots, pid, grid size, context.
+    /// The kernel's parameters: argument slots, first pid, grid size, context.
     pub(crate) abi: [Value; 4],
+    /// The program being run: its id on each axis, and how many programs of the call are
+    /// left, itself included (the parameters of the per-program loop's header).
+    pid: [Value; 3],
+    left: Value,
+    /// The call's program count.
+    count: Value,
     helpers: HashMap<&'static str, FuncRef>,
     /// The shared exit of failed bounds checks, `(site: i32, arg: i32, offset: i64)`.
     oob_block: Option<Block>,
@@ -116,6 +122,16 @@ pub(crate) fn codegen_fn(
     bcx.switch_to_block(entry);
     let params = bcx.block_params(entry);
     let abi = [params[0], params[1], params[2], params[3]];
+    let count = params[4];
+    let program = bcx.create_block();
+    for ty in [types::I32, types::I32, types::I32, types::I64] {
+        bcx.append_block_param(program, ty);
+    }
+    let pid = {
+        let p = bcx.block_params(program);
+        [p[0], p[1], p[2]]
+    };
+    let left = bcx.block_params(program)[3];
     let mut fx = FunctionCx {
         f,
         opts,
@@ -124,6 +140,9 @@ pub(crate) fn codegen_fn(
         values: SecondaryMap::new(),
         blocks,
         abi,
+        pid,
+        left,
+        count,
         helpers: HashMap::new(),
         oob_block: None,
         assert_block: None,
@@ -150,16 +169,58 @@ pub(crate) fn codegen_fn(
     if opts.checked {
         load_checked_args(&mut fx)?;
     }
+    let grid = program_loop_head(&mut fx, program);
     if codegen_region(&mut fx, &f.body, &[])?.is_some() {
         return Err(CodegenError::InvalidIr("the body ends with a terminator".into()));
     }
-    let ok = fx.bcx.ins().iconst(types::I32, Status::Ok as i64);
-    fx.bcx.ins().return_(&[ok]);
+    program_loop_latch(&mut fx, program, grid);
     fx.fill_exit_blocks();
     fx.bcx.seal_all_blocks();
     let config = fx.module.target_config();
     fx.bcx.finalize(config);
     Ok(())
+}
+
+/// Starts the loop over the call's programs: loads the first pid and jumps to `program`,
+/// the loop's header, where the body is emitted next. Returns the grid's extent on axes 0
+/// and 1, which the latch needs to step the pid.
+///
+/// What does not depend on the pid (argument slots, bounds, the scratch pointer) is loaded
+/// from the ABI with flags that let Cranelift hoist it out of this loop, so a call pays for
+/// it once per chunk of programs rather than once per program.
+fn program_loop_head(fx: &mut FunctionCx, program: Block) -> [Value; 2] {
+    let first: Vec<Value> = (0..3).map(|axis| fx.load_abi(types::I32, fx.abi[1], axis * 4)).collect();
+    let grid = [fx.load_abi(types::I32, fx.abi[2], 0), fx.load_abi(types::I32, fx.abi[2], 4)];
+    let args = block_args(&[first[0], first[1], first[2], fx.count]);
+    fx.bcx.ins().jump(program, &args);
+    fx.bcx.switch_to_block(program);
+    grid
+}
+
+/// Ends the body of the program loop: returns `Ok` after the call's last program, otherwise
+/// steps the pid in flat order (axis 0 fastest) and runs the next one.
+fn program_loop_latch(fx: &mut FunctionCx, program: Block, grid: [Value; 2]) {
+    let left = fx.bcx.ins().iadd_imm_s(fx.left, -1);
+    let done = fx.bcx.create_block();
+    let next = fx.bcx.create_block();
+    fx.bcx.ins().brif(left, next, &[], done, &[]);
+    fx.bcx.switch_to_block(done);
+    let ok = fx.bcx.ins().iconst(types::I32, Status::Ok as i64);
+    fx.bcx.ins().return_(&[ok]);
+    fx.bcx.switch_to_block(next);
+    let [p0, p1, p2] = fx.pid;
+    let zero = fx.bcx.ins().iconst(types::I32, 0);
+    let p0 = fx.bcx.ins().iadd_imm_s(p0, 1);
+    let wrap0 = fx.bcx.ins().icmp(IntCC::Equal, p0, grid[0]);
+    let p0 = fx.bcx.ins().select(wrap0, zero, p0);
+    let carry0 = fx.bcx.ins().uextend(types::I32, wrap0);
+    let p1 = fx.bcx.ins().iadd(p1, carry0);
+    let wrap1 = fx.bcx.ins().icmp(IntCC::Equal, p1, grid[1]);
+    let p1 = fx.bcx.ins().select(wrap1, zero, p1);
+    let carry1 = fx.bcx.ins().uextend(types::I32, wrap1);
+    let p2 = fx.bcx.ins().iadd(p2, carry1);
+    let args = block_args(&[p0, p1, p2, left]);
+    fx.bcx.ins().jump(program, &args);
 }
 
 /// Loads the bounds of every argument some access site names.
@@ -474,12 +535,15 @@ impl FunctionCx<'_, '_> {
         }
     }
 
+    /// Records a fault, and how many programs of the call finished before this one.
     fn store_fault(&mut self, site: Value, arg: Value, offset: Value) {
         let ctx = self.abi[3];
         let flags = MemFlagsData::trusted();
         self.bcx.ins().store(flags, site, ctx, ctx_offsets::FAULT_SITE);
         self.bcx.ins().store(flags, arg, ctx, ctx_offsets::FAULT_ARG);
         self.bcx.ins().store(flags, offset, ctx, ctx_offsets::FAULT_OFFSET);
+        let ran = self.bcx.ins().isub(self.count, self.left);
+        self.bcx.ins().store(flags, ran, ctx, ctx_offsets::RAN);
     }
 
     pub(crate) fn site(&self, site: u32) -> Result<lir::Site, CodegenError> {
@@ -520,8 +584,10 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             if axis > 2 {
                 return Err(CodegenError::InvalidIr(format!("{inst}: axis {axis}")));
             }
-            let base = if matches!(data.opcode, Opcode::ProgramId(_)) { fx.abi[1] } else { fx.abi[2] };
-            CVal::Scalar(fx.load_abi(types::I32, base, axis as i32 * 4))
+            CVal::Scalar(match data.opcode {
+                Opcode::ProgramId(_) => fx.pid[axis as usize],
+                _ => fx.load_abi(types::I32, fx.abi[2], axis as i32 * 4),
+            })
         }
         Opcode::Splat => {
             nargs(1)?;
@@ -1133,7 +1199,12 @@ fn codegen_print(fx: &mut FunctionCx, prefix: u32, args: &[lir::Value]) -> Resul
     let gv = fx.module.declare_data_in_func(data, fx.bcx.func);
     let ptr = fx.bcx.ins().symbol_value(types::I64, gv);
     let len = fx.bcx.ins().iconst(types::I64, text.len() as i64);
-    let pid = fx.abi[1];
+    // The helper reads the current pid from memory: this program's, not the call's first.
+    let slot = fx.bcx.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 12, 2));
+    for (axis, p) in fx.pid.into_iter().enumerate() {
+        fx.bcx.ins().stack_store(types::I64, p, slot, axis as i32 * 4);
+    }
+    let pid = fx.bcx.ins().stack_addr(types::I64, slot, 0);
     fx.call_helper("lnc_print_begin", &[types::I64; 3], &[], &[pid, ptr, len])?;
     let sep = |fx: &mut FunctionCx, kind: i64| {
         let k = fx.bcx.ins().iconst(types::I32, kind);

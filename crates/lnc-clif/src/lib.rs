@@ -212,6 +212,7 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     let mut sig = module.make_signature();
     let ptr = module.target_config().pointer_type();
     sig.params.extend([AbiParam::new(ptr); 4]);
+    sig.params.push(AbiParam::new(types::I64));
     sig.returns.push(AbiParam::new(types::I32));
     let name = if f.name.is_empty() { "kernel" } else { &f.name };
     let id = module.declare_function(name, Linkage::Local, &sig).map_err(cranelift_error)?;

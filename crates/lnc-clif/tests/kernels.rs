@@ -557,6 +557,36 @@ fn assert_fails_with_its_site() {
     );
 }
 
+/// A compiled kernel runs a whole chunk of programs per call (the runtime's chunks reach
+/// 127 programs on grids this large), so a fault in the middle of a call must still name
+/// its own program: here pid 3000 on a 5000 x 3 grid stops (flat index 3000 + 5000·k).
+#[test]
+fn a_fault_inside_a_chunk_names_its_program() {
+    let mut b = B::new("assert");
+    let x = b.arg(0, Ty::Scalar(DType::I32));
+    let _ = b.site(0);
+    let s = b.site(0);
+    let pid = b.val(Opcode::ProgramId(0), &[], Ty::Scalar(DType::I32));
+    let c = b.cmp(CmpOp::Ne, pid, x);
+    b.inst(Opcode::Assert { site: s }, &[c], &[]);
+    let f = b.finish();
+    for opts in MODES {
+        let k = compile_ok(&f, &opts);
+        for threads in [1, 2] {
+            let err = run(&k, [5000, 3, 1], &[scalar(pack_int(3000))], Some(&pool(threads))).unwrap_err();
+            assert_eq!(
+                err,
+                LaunchError::Fault {
+                    status: Status::AssertFailed,
+                    pid: [3000, 0, 0],
+                    fault: Fault { site: 1, arg: 0, offset: 0 }
+                },
+                "{threads} threads"
+            );
+        }
+    }
+}
+
 #[test]
 fn print_runs() {
     let mut b = B::new("print");

@@ -1,16 +1,25 @@
 //! The kernel ABI: the one calling convention shared by code generation and the launcher.
 //!
 //! A compiled kernel is
-//! `unsafe extern "C" fn(args: *const u64, pid: *const u32, nprog: *const u32, ctx: *mut ProgramCtx) -> u32`:
+//! `unsafe extern "C" fn(args: *const u64, pid: *const u32, nprog: *const u32, ctx: *mut ProgramCtx, count: u64) -> u32`,
+//! one call running `count` (at least 1) programs of a grid in flat order, axis 0 fastest:
 //!
 //! - `args` has one 8-byte slot per *source* parameter of the kernel, constexpr ones
 //!   included (their slots are ignored), in declaration order. A pointer is its address;
 //!   an integer is sign- (signed) or zero- (unsigned, `i1`) extended to 64 bits; an `fp32`
 //!   is its bits in the low 32 bits; an `fp64` is its bits.
-//! - `pid` and `nprog` point at three `u32`: the program id and grid size on axes 0, 1, 2.
-//! - `ctx` is the program's context: bounds for safe launches, the worker's scratch area,
+//! - `pid` and `nprog` point at three `u32`: the first program's id and the grid size on
+//!   axes 0, 1, 2. The programs after it are the next ones in flat order; the caller keeps
+//!   them inside the grid.
+//! - `ctx` is the programs' context: bounds for safe launches, the worker's scratch area,
 //!   and the record of the first fault.
-//! - The return value is a [`Status`] code: 0 when the program finished.
+//! - The return value is a [`Status`] code: 0 when all `count` programs finished. A
+//!   program that faults ends the call: the kernel fills `ctx.fault` and sets `ctx.ran` to
+//!   the number of programs of the call that finished before it.
+//!
+//! Running a chunk of programs per call, rather than one, keeps the call, the function's
+//! prologue and the loads of everything that does not depend on the pid (argument slots,
+//! bounds) out of the per-program cost.
 
 /// Status codes a kernel returns.
 #[repr(u32)]
@@ -51,7 +60,7 @@ pub struct Fault {
 /// Bytes at the start of a scratch area that are zero when a worker starts a launch.
 pub const ZEROED_SCRATCH_BYTES: usize = 64;
 
-/// Per-program context passed to a kernel.
+/// The context passed to a kernel call, shared by the programs it runs.
 #[repr(C)]
 #[derive(Debug)]
 pub struct ProgramCtx {
@@ -65,6 +74,9 @@ pub struct ProgramCtx {
     pub scratch: *mut u8,
     /// Written by the kernel when it returns a non-zero status.
     pub fault: Fault,
+    /// Written with `fault`: how many programs of the call finished before the one that
+    /// stopped.
+    pub ran: u64,
 }
 
 /// Byte offsets of [`ProgramCtx`]'s fields, for code generation.
@@ -79,6 +91,8 @@ pub mod ctx_offsets {
     pub const FAULT_ARG: i32 = 20;
     /// `fault.offset` (i64).
     pub const FAULT_OFFSET: i32 = 24;
+    /// `ran` (u64).
+    pub const RAN: i32 = 32;
 }
 
 /// Byte offsets of [`Bounds`]'s fields and its size, for code generation.
@@ -92,8 +106,13 @@ pub mod bounds_offsets {
 }
 
 /// The signature every compiled kernel has.
-pub type KernelFn =
-    unsafe extern "C" fn(args: *const u64, pid: *const u32, nprog: *const u32, ctx: *mut ProgramCtx) -> u32;
+pub type KernelFn = unsafe extern "C" fn(
+    args: *const u64,
+    pid: *const u32,
+    nprog: *const u32,
+    ctx: *mut ProgramCtx,
+    count: u64,
+) -> u32;
 
 #[cfg(test)]
 mod tests {
@@ -110,6 +129,7 @@ mod tests {
             (offset_of!(ProgramCtx, fault) + offset_of!(Fault, offset)) as i32,
             ctx_offsets::FAULT_OFFSET
         );
+        assert_eq!(offset_of!(ProgramCtx, ran) as i32, ctx_offsets::RAN);
         assert_eq!(std::mem::size_of::<Bounds>() as i32, bounds_offsets::SIZE);
     }
 }

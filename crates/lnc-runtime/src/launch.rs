@@ -26,11 +26,14 @@
 //! per program. Scratch areas are cached per thread between launches, which keeps a warm
 //! one-program launch to a function call plus a few stores.
 //!
+//! A chunk is one call of the kernel, which loops over the chunk's programs itself (see
+//! [`crate::abi`]).
+//!
 //! Faults are deterministic: the error names the faulting program with the lowest flat
-//! index, whatever the number of threads. Chunks are handed out in increasing order and
-//! workers stop at the first program whose index is above the lowest fault seen so far,
-//! so every program that could fault earlier still runs and a faulting launch does not
-//! run to the end of the grid.
+//! index, whatever the number of threads. Chunks are handed out in increasing order, a
+//! chunk stops at its first faulting program, and workers take no chunk that starts above
+//! the lowest fault seen so far, so every program that could fault earlier still runs and
+//! a faulting launch does not run to the end of the grid.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -256,7 +259,8 @@ impl Job {
             // SAFETY: the area holds at least `scratch_bytes` bytes.
             unsafe { std::ptr::write_bytes(scratch.ptr, 0, self.scratch_bytes.min(ZEROED_SCRATCH_BYTES)) };
         }
-        let mut ctx = ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default() };
+        let mut ctx =
+            ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default(), ran: 0 };
         let mut result = Ok(());
         loop {
             let start = next.fetch_add(chunk, Ordering::Relaxed);
@@ -279,36 +283,31 @@ impl Job {
         result
     }
 
-    /// Runs programs `start..end` in order; returns the first failure.
+    /// Runs programs `start..end` in order, in one call of the kernel; returns the first
+    /// failure.
     fn run_chunk(&self, ctx: &mut ProgramCtx, start: u64, end: u64) -> Result<(), Failure> {
-        let [gx, gy, _] = self.grid;
-        let (gx, gy) = (gx as u64, gy as u64);
-        let mut pid = [(start % gx) as u32, (start / gx % gy) as u32, (start / (gx * gy)) as u32];
-        for index in start..end {
-            if index > self.lowest_fault.load(Ordering::Relaxed) {
-                break;
-            }
-            // SAFETY: the caller's guarantees documented on `launch`.
-            let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx) };
-            if code != Status::Ok as u32 {
-                self.lowest_fault.fetch_min(index, Ordering::Relaxed);
-                let error = match status_of(code) {
-                    Some(status) => LaunchError::Fault { status, pid, fault: ctx.fault },
-                    None => LaunchError::UnknownStatus { code, pid },
-                };
-                return Err(Failure(index, error));
-            }
-            pid[0] += 1;
-            if pid[0] as u64 == gx {
-                pid[0] = 0;
-                pid[1] += 1;
-                if pid[1] as u64 == gy {
-                    pid[1] = 0;
-                    pid[2] += 1;
-                }
-            }
+        let pid = self.pid_of(start);
+        // SAFETY: the caller's guarantees documented on `launch`.
+        let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx, end - start) };
+        if code == Status::Ok as u32 {
+            return Ok(());
         }
-        Ok(())
+        // A kernel that follows the ABI says which of its programs stopped; the clamp keeps
+        // one that does not from naming a program outside the chunk.
+        let index = start + ctx.ran.min(end - start - 1);
+        self.lowest_fault.fetch_min(index, Ordering::Relaxed);
+        let pid = self.pid_of(index);
+        let error = match status_of(code) {
+            Some(status) => LaunchError::Fault { status, pid, fault: ctx.fault },
+            None => LaunchError::UnknownStatus { code, pid },
+        };
+        Err(Failure(index, error))
+    }
+
+    /// The program id of the program with flat index `index` (axis 0 fastest).
+    fn pid_of(&self, index: u64) -> [u32; 3] {
+        let [gx, gy, _] = self.grid.map(u64::from);
+        [(index % gx) as u32, (index / gx % gy) as u32, (index / (gx * gy)) as u32]
     }
 }
 
@@ -425,22 +424,60 @@ mod tests {
     }
     use std::sync::atomic::AtomicU32;
 
+    /// Runs `program` on each of a call's `count` programs from `pid` on, as compiled
+    /// kernels do: in flat order, stopping at the first non-zero status with `ctx.ran` set.
+    ///
+    /// # Safety
+    /// `pid` and `nprog` point at three `u32` each, `ctx` at a live context.
+    unsafe fn each_program(
+        pid: *const u32,
+        nprog: *const u32,
+        ctx: *mut ProgramCtx,
+        count: u64,
+        mut program: impl FnMut([u32; 3]) -> u32,
+    ) -> u32 {
+        let (mut p, n) = unsafe { ([*pid, *pid.add(1), *pid.add(2)], [*nprog, *nprog.add(1)]) };
+        for ran in 0..count {
+            let code = program(p);
+            if code != 0 {
+                unsafe { (*ctx).ran = ran };
+                return code;
+            }
+            p[0] += 1;
+            if p[0] == n[0] {
+                p[0] = 0;
+                p[1] += 1;
+                if p[1] == n[1] {
+                    p[1] = 0;
+                    p[2] += 1;
+                }
+            }
+        }
+        0
+    }
+
+    /// The flat index of program `p` in a grid of `n` programs per axis.
+    fn flat(p: [u32; 3], n: *const u32) -> usize {
+        let n = unsafe { [*n as usize, *n.add(1) as usize] };
+        p[0] as usize + n[0] * (p[1] as usize + n[1] * p[2] as usize)
+    }
+
     /// Counts runs per program: `args[0]` points at one `AtomicU32` per program, indexed
     /// by the flat program id.
     unsafe extern "C" fn count_runs(
         args: *const u64,
         pid: *const u32,
         nprog: *const u32,
-        _ctx: *mut ProgramCtx,
+        ctx: *mut ProgramCtx,
+        count: u64,
     ) -> u32 {
         unsafe {
             let counters = *args as *const AtomicU32;
-            let p = std::slice::from_raw_parts(pid, 3);
-            let n = std::slice::from_raw_parts(nprog, 3);
-            let flat = p[0] as usize + n[0] as usize * (p[1] as usize + n[1] as usize * p[2] as usize);
-            (*counters.add(flat)).fetch_add(1, Ordering::Relaxed);
+            each_program(pid, nprog, ctx, count, |p| {
+                (*counters.add(flat(p, nprog))).fetch_add(1, Ordering::Relaxed);
+                0
+            })
         }
-        0
     }
 
     /// Writes its flat pid into `out[pid]` (`args[0]`); programs whose flat id is a
@@ -450,61 +487,70 @@ mod tests {
         pid: *const u32,
         nprog: *const u32,
         ctx: *mut ProgramCtx,
+        count: u64,
     ) -> u32 {
         unsafe {
             let out = *args as *mut u32;
-            let flat = *pid + *nprog * (*pid.add(1) + *nprog.add(1) * *pid.add(2));
-            if flat != 0 && flat.is_multiple_of(7) {
-                (*ctx).fault = Fault { site: 3, arg: 0, offset: flat as i64 };
-                return Status::OutOfBounds as u32;
-            }
-            *out.add(flat as usize) = flat;
+            each_program(pid, nprog, ctx, count, |p| {
+                let flat = flat(p, nprog);
+                if flat != 0 && flat.is_multiple_of(7) {
+                    (*ctx).fault = Fault { site: 3, arg: 0, offset: flat as i64 };
+                    return Status::OutOfBounds as u32;
+                }
+                *out.add(flat) = flat as u32;
+                0
+            })
         }
-        0
     }
 
     /// Checks the scratch area is aligned and private to the worker while it runs.
     unsafe extern "C" fn use_scratch(
         args: *const u64,
         pid: *const u32,
-        _nprog: *const u32,
+        nprog: *const u32,
         ctx: *mut ProgramCtx,
+        count: u64,
     ) -> u32 {
         unsafe {
             let scratch = (*ctx).scratch as *mut u32;
-            if !(scratch as usize).is_multiple_of(SCRATCH_ALIGN) {
-                return 7;
-            }
-            for k in 0..256 {
-                scratch.add(k).write_volatile(*pid + k as u32);
-            }
-            for k in 0..256 {
-                if scratch.add(k).read_volatile() != *pid + k as u32 {
-                    return 9;
+            each_program(pid, nprog, ctx, count, |p| {
+                if !(scratch as usize).is_multiple_of(SCRATCH_ALIGN) {
+                    return 7;
                 }
-            }
-            let done = *args as *const AtomicU32;
-            (*done).fetch_add(1, Ordering::Relaxed);
+                for k in 0..256 {
+                    scratch.add(k).write_volatile(p[0] + k as u32);
+                }
+                for k in 0..256 {
+                    if scratch.add(k).read_volatile() != p[0] + k as u32 {
+                        return 9;
+                    }
+                }
+                let done = *args as *const AtomicU32;
+                (*done).fetch_add(1, Ordering::Relaxed);
+                0
+            })
         }
-        0
     }
 
     /// Counts (in `args[0]`) the programs that find the scratch area's first word zero, and
     /// sets it: once per worker and launch.
     unsafe extern "C" fn once_per_worker(
         args: *const u64,
-        _pid: *const u32,
-        _nprog: *const u32,
+        pid: *const u32,
+        nprog: *const u32,
         ctx: *mut ProgramCtx,
+        count: u64,
     ) -> u32 {
         unsafe {
             let flag = (*ctx).scratch as *mut u32;
-            if flag.read_volatile() == 0 {
-                flag.write_volatile(1);
-                (*(*args as *const AtomicU32)).fetch_add(1, Ordering::Relaxed);
-            }
+            each_program(pid, nprog, ctx, count, |_| {
+                if flag.read_volatile() == 0 {
+                    flag.write_volatile(1);
+                    (*(*args as *const AtomicU32)).fetch_add(1, Ordering::Relaxed);
+                }
+                0
+            })
         }
-        0
     }
 
     fn pool(threads: usize) -> rayon::ThreadPool {
