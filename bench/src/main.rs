@@ -63,6 +63,10 @@ struct Opts {
     /// Time with warm caches: no cache flush before each timed run (see README.md).
     #[arg(long)]
     hot: bool,
+    /// Compile lnc's kernels without prefetching the next program's rows
+    /// (`CompileOptions::prefetch = false`), to measure what the prefetches gain.
+    #[arg(long)]
+    no_prefetch: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -763,6 +767,10 @@ fn run(opts: Opts) -> Result<()> {
         if opts.unchecked { "unchecked" } else { "bounds-checked" }
     );
     println!("kernels: {}", path.display());
+    let compile_opts = lnc::CompileOptions { prefetch: !opts.no_prefetch, ..Default::default() };
+    if opts.no_prefetch {
+        println!("compiled without prefetches of the next program's rows (--no-prefetch)");
+    }
     let flush = (!opts.hot).then(|| Mutex::new(lnc_runtime::CacheFlush::new()));
     println!(
         "protocol: {warmup} warm-up + {reps} timed repetitions, interleaved (lnc, rust, copy); median (best); {}",
@@ -808,8 +816,11 @@ fn run(opts: Opts) -> Result<()> {
     // per sweep, so that each sweep's compile column shows first compiles.
     let measure = |threads: usize, buf: &mut Buffers| -> Result<(Vec<Row>, Vec<Row>)> {
         pool(threads)?.install(|| {
-            let new_module =
-                || Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string());
+            let new_module = || {
+                Jit::with_options(compile_opts.clone())
+                    .module(path.display().to_string(), source.clone())
+                    .map_err(|e| e.to_string())
+            };
             let module = new_module()?;
             let copies = (1..FWD_COPIES).map(|_| new_module()).collect::<Result<Vec<_>>>()?;
             let ctx = Ctx {
@@ -853,8 +864,9 @@ fn run(opts: Opts) -> Result<()> {
         };
         let converted = t.elapsed().as_secs_f64();
         let rows = pool(threads)?.install(|| {
-            let module =
-                Jit::new().module(path.display().to_string(), source.clone()).map_err(|e| e.to_string())?;
+            let module = Jit::with_options(compile_opts.clone())
+                .module(path.display().to_string(), source.clone())
+                .map_err(|e| e.to_string())?;
             let ctx = Ctx {
                 module: &module,
                 compiled: RefCell::default(),
@@ -866,7 +878,7 @@ fn run(opts: Opts) -> Result<()> {
                 copies: &[],
             };
             // The same kernels converting tile by tile, for the gain of whole-row conversions.
-            let opts = lnc::CompileOptions { half_rows: false, ..Default::default() };
+            let opts = lnc::CompileOptions { half_rows: false, ..compile_opts.clone() };
             let tiles = Jit::with_options(opts)
                 .module(path.display().to_string(), source.clone())
                 .map_err(|e| e.to_string())?;

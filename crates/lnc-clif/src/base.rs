@@ -15,7 +15,7 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num, ports};
+use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num, ports, prefetch};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -710,6 +710,11 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         Opcode::ScratchLoad(slot) => {
             nargs(1)?;
             memory::codegen_scratch_load(fx, slot, data.args[0], result(1)?)?
+        }
+        Opcode::Prefetch => {
+            nargs(2)?;
+            prefetch::codegen_prefetch(fx, data.args[0], data.args[1])?;
+            return Ok(());
         }
         Opcode::ScratchStore(slot) => {
             nargs(2)?;

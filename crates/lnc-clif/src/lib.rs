@@ -33,6 +33,7 @@ mod induction;
 mod memory;
 mod num;
 mod ports;
+mod prefetch;
 mod stream;
 mod value;
 
@@ -114,6 +115,7 @@ pub struct CompiledKernel {
     entry: KernelFn,
     scratch_bytes: usize,
     patched: Patched,
+    prefetches: u32,
     text: Option<KernelText>,
     /// Owns the code. Never touched after finalization except to free it; the mutex only
     /// makes the kernel `Sync` (the module holds a `RefCell`).
@@ -134,6 +136,11 @@ impl CompiledKernel {
     /// The streaming stores rewritten to non-temporal stores (and those left cached).
     pub fn patched(&self) -> Patched {
         self.patched
+    }
+
+    /// The prefetch instructions in the machine code (see lnc-tile's `prefetch` pass).
+    pub fn prefetches(&self) -> u32 {
+        self.prefetches
     }
 
     /// The text forms, when compiled with [`CodegenOptions::emit_text`].
@@ -240,6 +247,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let compiled = ctx.compiled_code().ok_or_else(|| cranelift_error("no compiled code"))?;
     let mut code = compiled.code_buffer().to_vec();
     let patched = stream::patch(&mut code, compiled.buffer.traps());
+    let prefetches = prefetch::patch(&mut code, compiled.buffer.traps())?;
     let alignment = u64::from(compiled.buffer.alignment);
     let relocs: Vec<_> = compiled
         .buffer
@@ -261,6 +269,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     patched.streamed, patched.skipped
                 ));
             }
+            if prefetches > 0 {
+                asm.push_str(&format!(
+                    "; {prefetches} byte load(s) marked {} above are rewritten after Cranelift to \
+                     prefetcht1 of the same address\n",
+                    cranelift_codegen::ir::TrapCode::user(prefetch::MARK)
+                        .map_or(String::new(), |c| c.to_string())
+                ));
+            }
             asm
         },
     });
@@ -273,6 +289,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         entry,
         scratch_bytes: f.scratch_bytes() as usize,
         patched,
+        prefetches,
         text,
         module: Mutex::new(Some(module)),
     })

@@ -56,7 +56,7 @@ fn element_address(fx: &mut FunctionCx, base: Value, index: Value, index_dtype: 
 /// `base + offset * size` for the scalar loop-IR offset `offset`: from its 64-bit form
 /// when it has one (a loop index, `induction::wide_index`), so that x86 addressing folds the
 /// scaling and no sign extension is needed.
-fn offset_address(
+pub(crate) fn offset_address(
     fx: &mut FunctionCx,
     base: Value,
     offset: lir::Value,

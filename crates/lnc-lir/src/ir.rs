@@ -203,6 +203,12 @@ pub enum Opcode {
         /// helper writes whole 16-byte groups with non-temporal stores.
         stream: bool,
     },
+    /// `(ptr, offset: int scalar) -> ()`: a hint that the program, or the worker's next
+    /// one, will read the cache line holding element `ptr + offset` soon: it asks for the
+    /// line to be brought into the cache (module `prefetch` of lnc-tile). It reads and
+    /// writes nothing the program sees, never faults, whatever the address, and may be
+    /// dropped.
+    Prefetch,
     /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
     ReduceLanes(ReduceOp),
     /// `(lb, ub, step, init...) -> carried...`: one region with arguments
@@ -495,6 +501,7 @@ impl Opcode {
             Opcode::RowLoad { .. } => "row_load",
             Opcode::RowStore { .. } => "row_store",
             Opcode::StreamOk => "stream_ok",
+            Opcode::Prefetch => "prefetch",
             Opcode::ReduceLanes(_) => "reduce_lanes",
             Opcode::For => "for",
             Opcode::While => "while",

@@ -720,6 +720,18 @@ impl<'a> Verifier<'a> {
                     }
                 }
             }
+            Opcode::Prefetch => {
+                if !self.counts(i, 2, 0) {
+                    return;
+                }
+                let (p, o) = (self.ty(args[0]), self.ty(args[1]));
+                if !(matches!(p, Ty::Ptr(_)) && is_int_scalar(o)) {
+                    self.err(
+                        Some(i),
+                        format!("`prefetch` takes a pointer and an integer scalar offset, found {p}, {o}"),
+                    );
+                }
+            }
             Opcode::StreamOk => {
                 if !self.counts(i, 2, 1) {
                     return;

@@ -32,14 +32,15 @@
 //! ([`rows`](crate::rows)); masks `offs < N` become a loop bound plus a tail
 //! ([`bounds`](crate::bounds)); reduction loops get several accumulators
 //! ([`accum`](crate::accum)); and the full-line stores of a loop into an argument the
-//! kernel never reads may bypass the caches ([`stream`](crate::stream)).
+//! kernel never reads may bypass the caches ([`stream`](crate::stream)); and a second
+//! pass over a row prefetches the next program's row ([`prefetch`](crate::prefetch)).
 //!
 //! Blocks of pointers carried through loops become a pointer block fixed before the loop
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
 //! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
-//! emission → half rows → masks to bounds → accumulators → streaming stores → dead-code
-//! removal. What cannot be tiled is a [`TileError`] pointing at the
+//! emission → half rows → masks to bounds → accumulators → streaming stores → prefetches →
+//! dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
 mod accum;
@@ -50,6 +51,7 @@ mod dce;
 mod emit;
 mod eval;
 mod fusion;
+mod prefetch;
 mod provenance;
 mod rewrite;
 mod rows;
@@ -76,11 +78,14 @@ pub struct TileOptions {
     /// Let the full-line stores of a loop into an argument the kernel never reads bypass
     /// the caches when the launch writes more than they could keep (module `stream`).
     pub stream: bool,
+    /// While a program passes over a row a second time, prefetch the same row of the
+    /// worker's next program (module `prefetch`).
+    pub prefetch: bool,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true, stream: true }
+        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true, stream: true, prefetch: true }
     }
 }
 
@@ -135,6 +140,9 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     accum::run(&mut lir, opts.unroll);
     if opts.stream {
         stream::run(&mut lir);
+    }
+    if opts.prefetch {
+        prefetch::run(&mut lir);
     }
     dce::run(&mut lir);
     if cfg!(debug_assertions)

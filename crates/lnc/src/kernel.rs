@@ -130,6 +130,12 @@ impl Kernel {
         self.checked.patched()
     }
 
+    /// The prefetch instructions in the machine code of safe launches (lnc-tile's
+    /// `prefetch` pass: the next program's rows, fetched during a second pass over a row).
+    pub fn prefetches(&self) -> u32 {
+        self.checked.prefetches()
+    }
+
     /// Kernel name.
     pub fn name(&self) -> &str {
         &self.name

@@ -38,6 +38,10 @@ pub struct CompileOptions {
     /// as multiply-adds by 1, which run on the multiply units, when the host has AVX and
     /// FMA. The results are the same bits either way. Default: on.
     pub fused_subs: bool,
+    /// While a program passes over a row a second time, prefetch the same row of the
+    /// worker's next program (lnc-tile's `prefetch` pass). The results are the same
+    /// either way. Default: on.
+    pub prefetch: bool,
 }
 
 impl Default for CompileOptions {
@@ -48,6 +52,7 @@ impl Default for CompileOptions {
             half_rows: true,
             stream_threshold: lnc_clif::default_stream_threshold(),
             fused_subs: true,
+            prefetch: true,
         }
     }
 }
@@ -174,6 +179,7 @@ pub(crate) fn compile(
         lanes: opts.lanes,
         rows: opts.half_rows,
         stream: opts.stream_threshold != u64::MAX,
+        prefetch: opts.prefetch,
         ..Default::default()
     };
     let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;

@@ -343,6 +343,8 @@ impl Machine<'_> {
             Opcode::NumPrograms(ax) => Some(V::S(S::I(self.grid[ax as usize] as i64))),
             // Whether stores bypass the caches does not change what they store.
             Opcode::StreamOk => Some(V::S(S::I(1))),
+            // A hint: no effect a program can see.
+            Opcode::Prefetch => None,
             Opcode::Splat => Some(V::T(vec![a[0].s(); lanes])),
             Opcode::Iota => {
                 let d = rty.unwrap().dtype();

@@ -53,8 +53,11 @@ pub fn lir(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
 /// Source → loop IR of the fusion decisions alone (masks stay masks), panicking on errors.
 pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
     let f = bir(src, kernel, sig);
-    tile_opts(&f, TileOptions { lanes: 4, bounds: false, unroll: 1, rows: false, stream: false })
-        .unwrap_or_else(|e| panic!("tiling failed: {e}"))
+    tile_opts(
+        &f,
+        TileOptions { lanes: 4, bounds: false, unroll: 1, rows: false, stream: false, prefetch: false },
+    )
+    .unwrap_or_else(|e| panic!("tiling failed: {e}"))
 }
 
 /// Source → printed loop IR.
@@ -91,7 +94,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
         .unwrap_or_else(|e| panic!("bir interpreter: {e}"));
     let plans = |l| [(l, true, 4, true), (l, false, 4, true), (l, true, 1, false)];
     for (l, bounds, unroll, rows) in lanes.iter().flat_map(|&l| plans(l)) {
-        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll, rows, stream: rows })
+        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll, rows, stream: rows, prefetch: rows })
             .unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)

@@ -1,0 +1,122 @@
+//! Software prefetches, which Cranelift does not have.
+//!
+//! A `prefetch` of the loop IR (module `prefetch` of lnc-tile) is emitted as a byte load
+//! whose memory flags carry a trap code of our own, [`MARK`], and whose result nothing
+//! uses: a load that may trap is never removed or moved, and Cranelift records the code
+//! offset of every instruction with a trap code. After compilation each one is rewritten
+//! in place to a prefetch of the same address, which has the same length:
+//!
+//! | Cranelift emits | becomes |
+//! |---|---|
+//! | `movzb{l,q} m8, r` (`[REX] 0F B6 /r`) | `prefetcht1 m8` (`[REX] 0F 18 /2`) |
+//!
+//! The register field of the ModRM byte becomes the prefetch's `/2`, and the REX prefix
+//! loses its W and R bits (the width and the register, which a prefetch does not have);
+//! its X and B bits, which extend the address's index and base registers, and the ModRM's
+//! addressing bits, SIB byte and displacement stay as they are. `prefetcht1` asks for the
+//! line in the second-level cache and up: the lines are for the worker's next program, and
+//! bringing them into the first-level cache would evict the current program's rows.
+//!
+//! A prefetch never faults, so its address may be anything, such as the row after the
+//! grid's last. The byte load it replaces could fault: an instruction that is not the
+//! expected encoding is an error of the compilation, never left in the code.
+
+use cranelift_codegen::MachTrap;
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, TrapCode, types};
+use lnc_lir as lir;
+
+use crate::CodegenError;
+use crate::base::FunctionCx;
+
+/// The trap code marking a load to rewrite into a prefetch.
+pub(crate) const MARK: u8 = 0x50;
+
+/// Emits the marked load standing for a prefetch of element `offset` of `ptr`.
+pub(crate) fn codegen_prefetch(
+    fx: &mut FunctionCx,
+    ptr: lir::Value,
+    offset: lir::Value,
+) -> Result<(), CodegenError> {
+    let size = fx.f.ty(ptr).dtype().size();
+    let base = fx.scalar(ptr)?;
+    let addr = crate::memory::offset_address(fx, base, offset, size)?;
+    let flags = MemFlagsData::new().with_trap_code(TrapCode::user(MARK));
+    fx.bcx.ins().load(types::I8, flags, addr, 0);
+    Ok(())
+}
+
+/// Rewrites the marked loads of `code` (trap records `traps`) in place into prefetches;
+/// returns how many.
+pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
+    let mark = TrapCode::user(MARK);
+    let mut n = 0;
+    for t in traps.iter().filter(|t| Some(t.code) == mark) {
+        let at = t.offset as usize;
+        let (rex, op) = movzx_at(code, at).ok_or_else(|| {
+            let bytes = &code[at.min(code.len())..(at + 8).min(code.len())];
+            CodegenError::Cranelift(format!(
+                "a prefetch was emitted as {bytes:02x?}, not as the byte load it is rewritten from"
+            ))
+        })?;
+        if let Some(r) = rex {
+            code[r] &= !0x0c;
+        }
+        code[op] = 0x18;
+        code[op + 1] = (code[op + 1] & 0xc7) | (2 << 3);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The index of the REX prefix, if any, and of the `B6` opcode byte of a `movzx r, m8` with
+/// a memory operand starting at `at`, if that is what is there.
+fn movzx_at(code: &[u8], at: usize) -> Option<(Option<usize>, usize)> {
+    let b = code.get(at..)?;
+    let rex = (0x40..=0x4f).contains(b.first()?);
+    let k = rex as usize;
+    let modrm = *b.get(k + 2)?;
+    // `mod = 11` is a register operand.
+    let ok = b.get(k) == Some(&0x0f) && b.get(k + 1) == Some(&0xb6) && modrm >> 6 != 3;
+    ok.then_some((rex.then_some(at), at + k + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_byte_loads_to_prefetches() {
+        // movzbl (%rdi), %eax ; movzbq 0x40(%r8,%r9,4), %r11 (REX.WRXB) ; movzbl 0x1000(%rsp), %ecx
+        let cases: [(&[u8], &[u8]); 3] = [
+            (&[0x0f, 0xb6, 0x07], &[0x0f, 0x18, 0x17]),
+            (&[0x4f, 0x0f, 0xb6, 0x5c, 0x88, 0x40], &[0x43, 0x0f, 0x18, 0x54, 0x88, 0x40]),
+            (
+                &[0x0f, 0xb6, 0x8c, 0x24, 0x00, 0x10, 0x00, 0x00],
+                &[0x0f, 0x18, 0x94, 0x24, 0x00, 0x10, 0x00, 0x00],
+            ),
+        ];
+        for (from, to) in cases {
+            let mut code = from.to_vec();
+            let trap = MachTrap { offset: 0, code: TrapCode::user(MARK).unwrap() };
+            assert_eq!(patch(&mut code, &[trap]).unwrap(), 1);
+            assert_eq!(code, to, "{from:02x?}");
+        }
+    }
+
+    #[test]
+    fn refuses_anything_else() {
+        let cases: [&[u8]; 5] = [
+            &[0x0f, 0xb6, 0xc7],       // movzbl %dil, %eax: a register operand
+            &[0x0f, 0xb7, 0x07],       // movzwl
+            &[0x8a, 0x07],             // movb
+            &[0xc5, 0xf8, 0x10, 0x00], // vmovups
+            &[0x0f],                   // truncated
+        ];
+        for bytes in cases {
+            let mut code = bytes.to_vec();
+            let trap = MachTrap { offset: 0, code: TrapCode::user(MARK).unwrap() };
+            assert!(patch(&mut code, &[trap]).is_err(), "{bytes:02x?}");
+            assert_eq!(code, bytes);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Prefetches of the next program's rows (module `prefetch`): which rows, from which loop,
+//! and the same results as the block IR.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::{DType, Function, Opcode};
+use lnc_tile::TileOptions;
+
+/// Two passes over a row: the second re-reads it from the cache.
+const NORM: &str = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    mean = tl.sum(x, axis=0) / N
+    y = tl.load(X + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, y - mean, mask=m)
+"#;
+
+/// The prefetches of `f`, with the loop each is in (its position among the top-level
+/// instructions).
+fn prefetches(f: &Function) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (k, &s) in f.body.insts.iter().enumerate() {
+        let mut n = 0;
+        for r in &f.insts[s].regions {
+            n += r.insts.iter().filter(|&&i| f.insts[i].opcode == Opcode::Prefetch).count();
+        }
+        out.extend(std::iter::repeat_n(k, n));
+    }
+    out
+}
+
+#[test]
+fn the_second_pass_prefetches_the_next_row() {
+    let f = lir(NORM, "k", "*fp32,*fp32,i32,1024");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    // One per 64-byte line: the unrolled loop's step is 16 fp32, one line.
+    assert_eq!(prefetches(&f).len(), 1);
+}
+
+#[test]
+fn a_half_row_converted_into_scratch_prefetches_from_the_scratch_loop() {
+    // The row_load of x reads the row; the loops after it read scratch.
+    let f = lir(NORM, "k", "*fp16,*fp16,i32,1024");
+    insta::assert_snapshot!(lnc_lir::print_function(&f));
+    assert_eq!(prefetches(&f).len(), 1);
+}
+
+#[test]
+fn the_seed_kernels_prefetch_in_their_last_pass() {
+    let src = seed_source();
+    // Forward: x, in the normalization pass; fp16 and bf16 read it from scratch there.
+    for sig in [
+        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
+        "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024",
+        "*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,1024",
+    ] {
+        let f = lir(&src, "_layer_norm_fwd_fused", sig);
+        assert_eq!(prefetches(&f).len(), 1, "{sig}:\n{}", lnc_lir::print_function(&f));
+    }
+    // Backward dx: x and dy, in the pass that writes dx.
+    let f = lir(
+        &src,
+        "_layer_norm_bwd_dx_fused",
+        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,64,1024",
+    );
+    let p = prefetches(&f);
+    assert!(p.len() == 2 && p[0] == p[1], "{p:?}\n{}", lnc_lir::print_function(&f));
+    // dwdb: a grid over column blocks, no second pass over a row.
+    let f = lir(&src, "_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128");
+    assert!(prefetches(&f).is_empty());
+}
+
+#[test]
+fn rows_that_do_not_qualify_get_no_prefetch() {
+    let none = |src: &str, sig: &str| {
+        let f = lir(src, "k", sig);
+        assert!(prefetches(&f).is_empty(), "{src}\n{}", lnc_lir::print_function(&f));
+    };
+    // One pass only: nothing re-reads the row.
+    let one_pass = r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + i, mask=i < N, other=0.)
+    tl.store(Y + row * N + i, x * 2.0, mask=i < N)
+"#;
+    none(one_pass, "*fp32,*fp32,i32,1024");
+    // A 2-D grid: the next program in flat order is not `pid + 1` on axis 0 alone.
+    none(
+        &NORM.replace("row = tl.program_id(0)", "row = tl.program_id(0) + tl.program_id(1)"),
+        "*fp32,*fp32,i32,1024",
+    );
+    // The row is found through memory: the next program's row is not known without a load.
+    let indirect = NORM
+        .replace("def k(X, Y, N,", "def k(X, Y, IDX, N,")
+        .replace("row = tl.program_id(0)", "row = tl.load(IDX + tl.program_id(0))");
+    none(&indirect, "*fp32,*fp32,*i32,i32,1024");
+    // A row of 128 KB: prefetching it whole would evict the current one.
+    none(NORM, "*fp32,*fp32,i32,32768");
+    // Not the program's row: the same for every program.
+    none(&NORM.replace("row = tl.program_id(0)", "row = 0 * tl.program_id(0)"), "*fp32,*fp32,i32,1024");
+}
+
+#[test]
+fn the_option_turns_it_off() {
+    let f = bir(NORM, "k", "*fp32,*fp32,i32,1024");
+    let l = tile_opts(&f, TileOptions { prefetch: false, ..Default::default() }).unwrap();
+    assert!(prefetches(&l).is_empty());
+}
+
+/// A mean stored in fp32 and a second pass whose stores do not depend on it: the half
+/// outputs are exact whatever order the sum takes.
+const TWO_PASSES: &str = r#"
+@triton.jit
+def k(X, Y, M, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.).to(tl.float32)
+    tl.store(M + row, tl.sum(x, axis=0))
+    y = tl.load(X + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, y * 2.0, mask=m)
+"#;
+
+#[test]
+fn prefetching_kernels_compute_what_the_block_ir_computes() {
+    for (d, sig) in [
+        (DType::F32, "*fp32,*fp32,*fp32,i32,1024"),
+        (DType::F16, "*fp16,*fp16,*fp32,i32,1024"),
+        (DType::BF16, "*bf16,*bf16,*fp32,i32,1024"),
+    ] {
+        let f = bir(TWO_PASSES, "k", sig);
+        let l = tile_with(&f, 4).unwrap();
+        assert_eq!(prefetches(&l).len(), 1, "{sig}:\n{}", lnc_lir::print_function(&l));
+        for n in [1i64, 7, 16, 17, 100, 1023, 1024] {
+            let len = 3 * 1024;
+            let bufs = [
+                Buffer::from_f64_values(d, &data(5, len)),
+                Buffer::from_f64_values(d, &vec![f64::NAN; len]),
+                Buffer::from_f64_values(DType::F32, &[f64::NAN; 3]),
+            ];
+            differential(
+                &f,
+                [3, 1, 1],
+                &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n), ArgValue::Int(1024)],
+                &bufs,
+                &[4, 8],
+            );
+        }
+    }
+}
