@@ -36,7 +36,8 @@
 //!   `s[i]` (prefetch `p'[t + i]`). It is the host of the prefetches.
 //! - the host's upper bound is at most a constant, and the row it covers at most
 //!   [`MAX_ROW_BYTES`]: a row larger than the second-level cache would push out the
-//!   current program's data before the next program used the prefetched lines.
+//!   current program's data before the next program used the prefetched lines; and at
+//!   least [`MIN_ROW_BYTES`], a page.
 //!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
@@ -49,6 +50,13 @@ use crate::rewrite::{Lanes, clone_insts, def, int_of, konst};
 
 /// The longest row prefetched whole while the current one is processed.
 pub(crate) const MAX_ROW_BYTES: i64 = 64 << 10;
+
+/// The shortest row worth it: a page. Rows within a page the hardware's stream
+/// prefetchers follow from one program to the next (measured on the seed forward at 2
+/// threads, caches flushed: no gain at 2 KB rows, fp32 N = 512 or fp16 N = 1024, and
+/// 3 % slower in some runs at fp32 N = 512); they stop at page boundaries, which longer
+/// rows cross.
+pub(crate) const MIN_ROW_BYTES: i64 = 4 << 10;
 
 /// A row index a host loop reads: element `offset + index` of the row (`offset` absent:
 /// 0), where `index` is a value of the host's body.
@@ -217,7 +225,7 @@ fn host_of(
         }
         let elem = i64::from(row_elem_bytes(f, row)?);
         let max_ub = max_value(f, data.args[1])?;
-        if max_ub.saturating_mul(elem) > MAX_ROW_BYTES {
+        if !(MIN_ROW_BYTES..=MAX_ROW_BYTES).contains(&max_ub.saturating_mul(elem)) {
             return None;
         }
         // One prefetch per line the iteration covers: the reads at iv + c whose element

@@ -46,7 +46,7 @@ fn the_second_pass_prefetches_the_next_row() {
 #[test]
 fn a_half_row_converted_into_scratch_prefetches_from_the_scratch_loop() {
     // The row_load of x reads the row; the loops after it read scratch.
-    let f = lir(NORM, "k", "*fp16,*fp16,i32,1024");
+    let f = lir(NORM, "k", "*fp16,*fp16,i32,2048");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     assert_eq!(prefetches(&f).len(), 1);
 }
@@ -57,8 +57,8 @@ fn the_seed_kernels_prefetch_in_their_last_pass() {
     // Forward: x, in the normalization pass; fp16 and bf16 read it from scratch there.
     for sig in [
         "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
-        "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024",
-        "*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,1024",
+        "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,2048",
+        "*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,4096",
     ] {
         let f = lir(&src, "_layer_norm_fwd_fused", sig);
         assert_eq!(prefetches(&f).len(), 1, "{sig}:\n{}", lnc_lir::print_function(&f));
@@ -104,6 +104,9 @@ def k(X, Y, N, BLOCK: tl.constexpr):
     none(&indirect, "*fp32,*fp32,*i32,i32,1024");
     // A row of 128 KB: prefetching it whole would evict the current one.
     none(NORM, "*fp32,*fp32,i32,32768");
+    // Rows of at most 2 KB: within a page, the hardware prefetchers follow them.
+    none(NORM, "*fp32,*fp32,i32,512");
+    none(NORM, "*fp16,*fp16,i32,1024");
     // Not the program's row: the same for every program.
     none(&NORM.replace("row = tl.program_id(0)", "row = 0 * tl.program_id(0)"), "*fp32,*fp32,i32,1024");
 }
@@ -133,14 +136,15 @@ def k(X, Y, M, N, BLOCK: tl.constexpr):
 fn prefetching_kernels_compute_what_the_block_ir_computes() {
     for (d, sig) in [
         (DType::F32, "*fp32,*fp32,*fp32,i32,1024"),
-        (DType::F16, "*fp16,*fp16,*fp32,i32,1024"),
-        (DType::BF16, "*bf16,*bf16,*fp32,i32,1024"),
+        (DType::F16, "*fp16,*fp16,*fp32,i32,2048"),
+        (DType::BF16, "*bf16,*bf16,*fp32,i32,2048"),
     ] {
         let f = bir(TWO_PASSES, "k", sig);
         let l = tile_with(&f, 4).unwrap();
         assert_eq!(prefetches(&l).len(), 1, "{sig}:\n{}", lnc_lir::print_function(&l));
-        for n in [1i64, 7, 16, 17, 100, 1023, 1024] {
-            let len = 3 * 1024;
+        let block = sig.rsplit(',').next().unwrap().parse::<i64>().unwrap();
+        for n in [1i64, 7, 16, 17, 100, 1023, 1024, block - 1, block] {
+            let len = 3 * block as usize;
             let bufs = [
                 Buffer::from_f64_values(d, &data(5, len)),
                 Buffer::from_f64_values(d, &vec![f64::NAN; len]),
@@ -149,7 +153,7 @@ fn prefetching_kernels_compute_what_the_block_ir_computes() {
             differential(
                 &f,
                 [3, 1, 1],
-                &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n), ArgValue::Int(1024)],
+                &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n), ArgValue::Int(block)],
                 &bufs,
                 &[4, 8],
             );
