@@ -73,6 +73,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     rebroadcast: HashSet<lir::Value>,
     /// Their slots, and the number of calls emitted when each was saved.
     saved: HashMap<lir::Value, (StackSlot, u32)>,
+    /// The alias region of the loads standing for prefetches (`prefetch.rs`).
+    pub(crate) prefetch_region: Option<cranelift_codegen::ir::AliasRegion>,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -160,6 +162,7 @@ pub(crate) fn codegen_fn(
         broadcasts: HashMap::new(),
         rebroadcast: HashSet::new(),
         saved: HashMap::new(),
+        prefetch_region: None,
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();

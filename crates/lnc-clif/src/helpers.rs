@@ -71,7 +71,8 @@ thread_local! {
 
 /// Starts a line: `pid (x, y, z) prefix`.
 extern "C" fn lnc_print_begin(pid: *const u32, prefix: *const u8, len: usize) {
-    // SAFETY: JIT code passes the kernel's pid array and a string of its data section.
+    // SAFETY: JIT code passes a copy of the current program's pid (three u32 in a stack
+    // slot) and a string of its data section.
     let (pid, prefix) =
         unsafe { (std::slice::from_raw_parts(pid, 3), std::slice::from_raw_parts(prefix, len)) };
     LINE.with_borrow_mut(|line| {

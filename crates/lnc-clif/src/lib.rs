@@ -282,8 +282,9 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     });
     module.finalize_definitions().map_err(cranelift_error)?;
     let code = module.get_finalized_function(id);
-    // SAFETY: the function was declared with the kernel ABI's signature (four pointers,
-    // an i32 status) in the host's default calling convention, which is "C".
+    // SAFETY: the function was declared with the kernel ABI's signature (four pointers
+    // and an i64 count, an i32 status) in the host's default calling convention, which is
+    // "C".
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
     Ok(CompiledKernel {
         entry,

@@ -2,8 +2,8 @@
 //!
 //! A `prefetch` of the loop IR (module `prefetch` of lnc-tile) is emitted as a byte load
 //! whose memory flags carry a trap code of our own, [`MARK`], and whose result nothing
-//! uses: a load that may trap is never removed or moved, and Cranelift records the code
-//! offset of every instruction with a trap code. After compilation each one is rewritten
+//! uses: a load that may trap is not moved or removed as dead code, and Cranelift records
+//! the code offset of every instruction with a trap code. After compilation each one is rewritten
 //! in place to a prefetch of the same address, which has the same length:
 //!
 //! | Cranelift emits | becomes |
@@ -13,16 +13,18 @@
 //! The register field of the ModRM byte becomes the prefetch's `/2`, and the REX prefix
 //! loses its W and R bits (the width and the register, which a prefetch does not have);
 //! its X and B bits, which extend the address's index and base registers, and the ModRM's
-//! addressing bits, SIB byte and displacement stay as they are. `prefetcht1` asks for the
-//! line in the second-level cache and up: the lines are for the worker's next program, and
-//! bringing them into the first-level cache would evict the current program's rows.
+//! addressing bits, SIB byte and displacement stay as they are. `prefetcht1` is the hint
+//! for the outer cache levels (AMD's cores before Zen 4 treat it as `prefetcht0`): the
+//! lines are for the worker's next program, and bringing them into the first-level cache
+//! early would evict the current program's rows. It measured faster than `prefetcht0` in a
+//! C model of the fp16 forward (7.5 against 8.2 ms for 4096 rows of 4096).
 //!
 //! A prefetch never faults, so its address may be anything, such as the row after the
 //! grid's last. The byte load it replaces could fault: an instruction that is not the
 //! expected encoding is an error of the compilation, never left in the code.
 
 use cranelift_codegen::MachTrap;
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, TrapCode, types};
+use cranelift_codegen::ir::{AliasRegionData, InstBuilder, MemFlagsData, TrapCode, types};
 use lnc_lir as lir;
 
 use crate::CodegenError;
@@ -31,16 +33,33 @@ use crate::base::FunctionCx;
 /// The trap code marking a load to rewrite into a prefetch.
 pub(crate) const MARK: u8 = 0x50;
 
-/// Emits the marked load standing for a prefetch of element `offset` of `ptr`.
+/// Emits the marked load standing for a prefetch of element `offset` of `ptr`; nothing on
+/// hosts other than x86-64, whose machine code this module does not rewrite.
+///
+/// The load is in an alias region of its own: Cranelift's redundant-load elimination
+/// never lets a data load take its result, which no instruction writes once it is a
+/// prefetch. (Cranelift may still drop a second marked load of the same address: one
+/// prefetch fewer.)
 pub(crate) fn codegen_prefetch(
     fx: &mut FunctionCx,
     ptr: lir::Value,
     offset: lir::Value,
 ) -> Result<(), CodegenError> {
+    // The code is for the host (`cranelift_native`), so the host's architecture decides.
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(());
+    }
     let size = fx.f.ty(ptr).dtype().size();
     let base = fx.scalar(ptr)?;
     let addr = crate::memory::offset_address(fx, base, offset, size)?;
-    let flags = MemFlagsData::new().with_trap_code(TrapCode::user(MARK));
+    let region = *fx.prefetch_region.get_or_insert_with(|| {
+        fx.bcx
+            .func
+            .dfg
+            .alias_regions
+            .insert(AliasRegionData { user_id: u32::from(MARK), description: "prefetch".into() })
+    });
+    let flags = MemFlagsData::new().with_trap_code(TrapCode::user(MARK)).with_alias_region(Some(region));
     fx.bcx.ins().load(types::I8, flags, addr, 0);
     Ok(())
 }

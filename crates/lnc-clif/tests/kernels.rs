@@ -624,11 +624,17 @@ fn program_ids_and_grid() {
     b.store(Addressing::Scalar, out, flat, v, None, s);
     let f = b.finish();
     let k = compile_ok(&f, &CodegenOptions::default());
-    let grid = [3u32, 4, 5];
-    let mut out = vec![0i32; 60];
-    run(&k, grid, &[slot(&mut out)], Some(&pool(3))).unwrap();
-    for (i, &v) in out.iter().enumerate() {
-        assert_eq!(v, i as i32 * 1000 + 345);
+    // A call runs a chunk of programs, stepping the pid itself: on one thread the chunks
+    // are long enough (7 and 31 programs) to cross the wraps of axis 0 into axis 1 and of
+    // axis 1 into axis 2 inside a call.
+    for (grid, threads) in [([3u32, 4, 5], 3), ([3, 4, 5], 1), ([2, 3, 40], 1), ([5, 1, 7], 2)] {
+        let total = grid.iter().product::<u32>() as usize;
+        let mut out = vec![0i32; total];
+        run(&k, grid, &[slot(&mut out)], Some(&pool(threads))).unwrap();
+        let dims = (grid[0] * 100 + grid[1] * 10 + grid[2]) as i32;
+        for (i, &v) in out.iter().enumerate() {
+            assert_eq!(v, i as i32 * 1000 + dims, "grid {grid:?}, {threads} threads, program {i}");
+        }
     }
 }
 

@@ -51,6 +51,7 @@
 //! - `scratch_load`/`scratch_store`: the buffer exists; the index is an integer scalar;
 //!   the value is a scalar or a tile of the buffer's dtype with no more lanes than the
 //!   buffer holds.
+//! - `prefetch`: a scalar pointer and an integer scalar offset; no result.
 //! - `reduce_lanes`: a tile to a scalar of its dtype.
 //! - `stream_ok`: a pointer and an `i32` count to an `i1`. A store that streams is
 //!   contiguous and unmasked, its flag a scalar `i1`; the streaming stores of a loop sit

@@ -117,7 +117,10 @@ impl Keys {
         let key = (|| {
             let i = def(f, v)?;
             let d = &f.insts[i];
-            if !self.position.contains_key(&i) || !d.opcode.is_pure() || f.ty(v).is_tile() {
+            // A scratch load is pure but reads what the program wrote: two with the same
+            // index may differ.
+            let reads_scratch = matches!(d.opcode, Opcode::ScratchLoad(_));
+            if !self.position.contains_key(&i) || !d.opcode.is_pure() || reads_scratch || f.ty(v).is_tile() {
                 return None;
             }
             if d.opcode == Opcode::ProgramId(0) {
@@ -294,12 +297,16 @@ fn max_value(f: &Function, v: Value) -> Option<i64> {
         Opcode::Binary(BinOp::And) => {
             let bx = max_value(f, d.args[0]);
             match int_of(f, d.args[1]) {
-                Some(c) if c >= 0 => Some(bx.map_or(c, |b| b.min(c))),
+                // `x & c` is in `[0, c]`; within `[0, x]` too when `x ≥ 0`.
+                Some(c) if c >= 0 => Some(bx.filter(|&b| b >= 0).map_or(c, |b| b.min(c))),
                 Some(_) => bx.map(|b| b.max(0)),
                 None => None,
             }
         }
-        Opcode::Cast if f.ty(d.args[0]).dtype().is_int() => max_value(f, d.args[0]),
+        // An integer cast keeps a bound that fits in an `i32`, the narrowest loop bound.
+        Opcode::Cast if f.ty(d.args[0]).dtype().is_int() => {
+            max_value(f, d.args[0]).filter(|&b| (0..=i64::from(i32::MAX)).contains(&b))
+        }
         _ => None,
     }
 }

@@ -39,7 +39,8 @@ fn prefetches(f: &Function) -> Vec<usize> {
 fn the_second_pass_prefetches_the_next_row() {
     let f = lir(NORM, "k", "*fp32,*fp32,i32,1024");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
-    // One per 64-byte line: the unrolled loop's step is 16 fp32, one line.
+    // One per iteration: the store loop's step, 8 fp32, is half a line (each line gets
+    // two prefetches; a longer step gets one per line).
     assert_eq!(prefetches(&f).len(), 1);
 }
 
