@@ -534,16 +534,21 @@ fn spin_lock() {
     assert_eq!(lock[0], 0);
 }
 
-#[test]
-fn assert_fails_with_its_site() {
+/// `assert pid <op> x` with `x` the i32 argument, the assert at site 1.
+fn pid_assert_kernel(op: CmpOp) -> Function {
     let mut b = B::new("assert");
     let x = b.arg(0, Ty::Scalar(DType::I32));
     let _ = b.site(0);
     let s = b.site(0);
     let pid = b.val(Opcode::ProgramId(0), &[], Ty::Scalar(DType::I32));
-    let c = b.cmp(CmpOp::Lt, pid, x);
+    let c = b.cmp(op, pid, x);
     b.inst(Opcode::Assert { site: s }, &[c], &[]);
-    let f = b.finish();
+    b.finish()
+}
+
+#[test]
+fn assert_fails_with_its_site() {
+    let f = pid_assert_kernel(CmpOp::Lt);
     let k = compile_ok(&f, &CodegenOptions::default());
     run(&k, [5, 1, 1], &[scalar(pack_int(5))], None).unwrap();
     let err = run(&k, [5, 1, 1], &[scalar(pack_int(3))], Some(&pool(2))).unwrap_err();
@@ -562,14 +567,7 @@ fn assert_fails_with_its_site() {
 /// its own program: here pid 3000 on a 5000 x 3 grid stops (flat index 3000 + 5000·k).
 #[test]
 fn a_fault_inside_a_chunk_names_its_program() {
-    let mut b = B::new("assert");
-    let x = b.arg(0, Ty::Scalar(DType::I32));
-    let _ = b.site(0);
-    let s = b.site(0);
-    let pid = b.val(Opcode::ProgramId(0), &[], Ty::Scalar(DType::I32));
-    let c = b.cmp(CmpOp::Ne, pid, x);
-    b.inst(Opcode::Assert { site: s }, &[c], &[]);
-    let f = b.finish();
+    let f = pid_assert_kernel(CmpOp::Ne);
     for opts in MODES {
         let k = compile_ok(&f, &opts);
         for threads in [1, 2] {
