@@ -221,7 +221,7 @@ pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool, flush: bool) -> Re
     let compile_s = compile.as_secs_f64().max(1e-9);
     if json {
         println!(
-            "{{\"kernel\": {}, \"grid\": [{}, {}, {}], \"reps\": {}, \"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}, \"compile_s\": {:e}, \"flush\": {}}}",
+            "{{\"kernel\": {}, \"grid\": [{}, {}, {}], \"reps\": {}, \"median_s\": {:e}, \"min_s\": {:e}, \"max_s\": {:e}, \"compile_s\": {:e}, \"flush\": {}, \"prefetches\": {}}}",
             json_string(k.name()),
             grid[0],
             grid[1],
@@ -232,10 +232,14 @@ pub fn bench(l: &LaunchArgs, reps: Option<usize>, json: bool, flush: bool) -> Re
             s.max,
             compile_s,
             flush,
+            k.prefetches(),
         );
     } else {
         println!("{} [{}], grid {}x{}x{}", k.name(), k.signature(), grid[0], grid[1], grid[2]);
         println!("  compile (source to callable)  {}", human(compile_s));
+        if k.prefetches() > 0 {
+            println!("  prefetches of the next program's rows: {} (--no-prefetch: none)", k.prefetches());
+        }
         println!(
             "  {} launches{}{}: median {}, min {}, max {}",
             s.reps,

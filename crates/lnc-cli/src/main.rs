@@ -48,6 +48,9 @@ enum Command {
         /// Emit code without bounds checks (what `launch_unchecked` runs).
         #[arg(long)]
         unchecked: bool,
+        /// Compile without prefetching the next program's rows (`CompileOptions::prefetch`).
+        #[arg(long)]
+        no_prefetch: bool,
     },
     /// Run a kernel on .npy inputs and write every pointer argument's buffer back as .npy.
     Run {
@@ -64,7 +67,8 @@ enum Command {
         /// Timed launches (default: as many as fit in about a second, at least 20).
         #[arg(long)]
         reps: Option<usize>,
-        /// Print one JSON object (`median_s`, `min_s`, `max_s`, `reps`, `compile_s`, `flush`).
+        /// Print one JSON object (`median_s`, `min_s`, `max_s`, `reps`, `compile_s`, `flush`,
+        /// `prefetches`: the prefetch instructions in the code of safe launches).
         #[arg(long)]
         json: bool,
         /// Evict the caches before every launch, as Triton's `do_bench` does: the pool's
@@ -96,6 +100,9 @@ struct LaunchArgs {
     /// Skip bounds checks.
     #[arg(long)]
     unchecked: bool,
+    /// Compile without prefetching the next program's rows (`CompileOptions::prefetch`).
+    #[arg(long)]
+    no_prefetch: bool,
 }
 
 /// An error already rendered for the terminal.
@@ -144,8 +151,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { file } => check(&file),
-        Command::Compile { file, kernel, signature, emit, print_after_all, unchecked } => {
-            compile(&file, &kernel, &signature, emit, print_after_all, unchecked)
+        Command::Compile { file, kernel, signature, emit, print_after_all, unchecked, no_prefetch } => {
+            compile(&file, &kernel, &signature, emit, print_after_all, unchecked, no_prefetch)
         }
         Command::Run { launch, out } => run(&launch, &out),
         Command::Bench { launch, reps, json, flush } => bench::bench(&launch, reps, json, flush),
@@ -160,7 +167,12 @@ fn main() -> ExitCode {
 }
 
 fn load(file: &Path) -> Result<Module, Failure> {
-    Ok(Jit::new().load(file)?)
+    load_with(file, true)
+}
+
+/// The module of `file`, compiled with or without the prefetches of the next program's rows.
+fn load_with(file: &Path, prefetch: bool) -> Result<Module, Failure> {
+    Ok(Jit::with_options(lnc::CompileOptions { prefetch, ..Default::default() }).load(file)?)
 }
 
 fn check(file: &Path) -> Result<(), Failure> {
@@ -195,8 +207,9 @@ fn compile(
     emit: Vec<Stage>,
     print_after_all: bool,
     unchecked: bool,
+    no_prefetch: bool,
 ) -> Result<(), Failure> {
-    let module = load(file)?;
+    let module = load_with(file, !no_prefetch)?;
     let req = DumpRequest { stages: emit, after_each_pass: print_after_all, checked: !unchecked };
     let dumps = module.dump(kernel, signature, &req)?;
     print_warnings(&module.warnings(kernel, signature)?, module.file());
@@ -315,7 +328,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     let (file, kernel) = (l.file.as_path(), l.kernel.as_str());
     let grid = parse_grid(&l.grid)?;
     let t = Instant::now();
-    let module = load(file)?;
+    let module = load_with(file, !l.no_prefetch)?;
     let mut compile = t.elapsed();
     let kernels = module.kernels();
     let Some(info) = kernels.iter().find(|k| k.name == kernel) else {

@@ -162,3 +162,39 @@ fn run_accepts_generated_buffers() {
     assert!(y.iter().all(|&v| v == 1.0), "{:?}", &y[..8]);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Rows of 1000 floats (4 KB blocks) get the prefetches of the next program's row, and
+/// `--no-prefetch` times the kernel without them; rows of 100 get none.
+#[test]
+fn prefetches_are_reported_and_no_prefetch_removes_them() {
+    let wide = |extra: &[&'static str]| -> Vec<String> {
+        fwd_args(extra)
+            .into_iter()
+            .map(|a| match a {
+                "X=randn:f32:64x100" => "X=randn:f32:8x1000".to_string(),
+                "Y=zeros:f32:64x100" => "Y=zeros:f32:8x1000".to_string(),
+                "W=rand:f32:100" => "W=rand:f32:1000".to_string(),
+                "B=rand:fp32:100" => "B=rand:fp32:1000".to_string(),
+                "M=zeros:f32:64" => "M=zeros:f32:8".to_string(),
+                "V=zeros:f32:64" => "V=zeros:f32:8".to_string(),
+                "stride=100" => "stride=1000".to_string(),
+                "N=100" => "N=1000".to_string(),
+                "BLOCK_SIZE=128" => "BLOCK_SIZE=1024".to_string(),
+                "64" => "8".to_string(),
+                a => a.to_string(),
+            })
+            .collect()
+    };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = lnc(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let prefetches = |out: String| json_field(out.trim(), "prefetches").parse::<u32>().unwrap();
+    assert!(prefetches(run(wide(&["--reps", "3", "--json"]))) > 0);
+    assert_eq!(prefetches(run(wide(&["--reps", "3", "--json", "--no-prefetch"]))), 0);
+    assert!(run(wide(&["--reps", "3"])).contains("prefetches of the next program's rows"));
+    let narrow: Vec<String> = fwd_args(&["--reps", "3", "--json"]).into_iter().map(String::from).collect();
+    assert_eq!(prefetches(run(narrow)), 0);
+}

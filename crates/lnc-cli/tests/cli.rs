@@ -417,3 +417,20 @@ fn device_print_names_every_program_of_a_chunk() {
         assert_eq!(lines, want, "{threads} threads");
     }
 }
+
+/// The seed forward prefetches the next program's row from its last pass (rows of 4 KB
+/// and more); `--no-prefetch` compiles it without, for timing one against the other.
+#[test]
+fn compile_shows_the_prefetches_and_no_prefetch_removes_them() {
+    let sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,4096";
+    let args = ["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", sig];
+    let with = lnc(&args);
+    assert!(with.status.success(), "{}", stderr(&with));
+    assert_eq!(stdout(&with).matches("prefetch ").count(), 1, "{}", stdout(&with));
+    let without = lnc(&[&args[..], &["--no-prefetch"]].concat());
+    assert!(without.status.success(), "{}", stderr(&without));
+    assert!(!stdout(&without).contains("prefetch"), "{}", stdout(&without));
+    // The machine code says how many marked loads became prefetches.
+    let asm = lnc(&[&args[..], &["--emit", "asm"]].concat());
+    assert!(stdout(&asm).contains("rewritten after Cranelift to prefetcht1"), "{}", stdout(&asm));
+}
