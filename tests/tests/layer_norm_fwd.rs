@@ -57,6 +57,27 @@ fn compile_fused(
 /// without it must be identical bits, on rows holding NaNs with payloads, infinities,
 /// signed zeros, subnormals and values of every scale, at lengths around the unrolled
 /// loop's 16 lanes.
+/// Values a subtraction must keep to the bit: NaNs of both signs with several payloads,
+/// infinities, signed zeros, subnormals, numbers of every scale.
+const SPECIALS: [f32; 16] = [
+    f32::from_bits(0x7fc0_1234),
+    f32::from_bits(0xffc0_0042),
+    f32::from_bits(0x7fc0_0001),
+    f32::from_bits(0xffc0_0002),
+    f32::from_bits(0x7fc1_2345),
+    f32::from_bits(0xffd0_0000),
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    0.0,
+    -0.0,
+    f32::from_bits(1),
+    -f32::MIN_POSITIVE / 3.0,
+    -3.25e-40,
+    1.5,
+    3.0e38,
+    -1.0e-30,
+];
+
 #[test]
 fn fused_subs_change_no_bit() {
     let fused = lnc::Jit::with_options(lnc::CompileOptions { fused_subs: true, ..Default::default() });
@@ -64,18 +85,6 @@ fn fused_subs_change_no_bit() {
     let src = seed_source();
     let (fused, plain) = (fused.module("ln.py", src.clone()).unwrap(), plain.module("ln.py", src).unwrap());
     let mut rng = rng();
-    let specials = [
-        f32::from_bits(0x7fc0_1234),
-        f32::from_bits(0xffc0_0042),
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        0.0,
-        -0.0,
-        f32::from_bits(1),
-        -f32::MIN_POSITIVE / 3.0,
-        3.0e38,
-        -1.0e-30,
-    ];
     for (m, n) in [(40usize, 1000usize), (17, 33), (9, 4097)] {
         let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two());
         let kf = fused.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
@@ -95,7 +104,7 @@ fn fused_subs_change_no_bit() {
         let mut x = randn(&mut rng, m * n, -2.3, 0.5);
         // Rows 0 and 1 stay finite; the others get special values, one row per value,
         // then a few of each scattered.
-        for (r, &v) in specials.iter().enumerate() {
+        for (r, &v) in SPECIALS.iter().enumerate() {
             let row = 2 + r % (m - 2);
             x[row * n + (r * 7919) % n] = v;
         }
@@ -175,23 +184,12 @@ def mix(X, Y, O1, O2, O3, O4, O5, N, BLOCK: tl.constexpr):
 /// subtractions of a negated operand stay subtractions (Cranelift would fold the negation
 /// into the multiply-add, which does not flip a NaN's sign as the negation does). The
 /// additions leave room for all four subtractions to move; two may. Every pair of NaNs of
-/// both signs and two payloads, numbers, infinities and zeros, stored straight from each
+/// both signs and several payloads, numbers, infinities and zeros, stored straight from each
 /// subtraction: the same bits with and without.
 #[test]
 fn fused_subs_keep_nan_bits() {
-    let vals = [
-        f32::from_bits(0x7fc0_0001),
-        f32::from_bits(0xffc0_0002),
-        f32::from_bits(0x7fc1_2345),
-        f32::from_bits(0xffd0_0000),
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        0.0,
-        -0.0,
-        1.5,
-        -3.25e-40,
-    ];
-    let (x, y): (Vec<f32>, Vec<f32>) = vals.iter().flat_map(|&a| vals.iter().map(move |&b| (a, b))).unzip();
+    let (x, y): (Vec<f32>, Vec<f32>) =
+        SPECIALS.iter().flat_map(|&a| SPECIALS.iter().map(move |&b| (a, b))).unzip();
     let n = x.len();
     let mut outs = Vec::new();
     for fused_subs in [true, false] {

@@ -166,17 +166,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(file: &Path) -> Result<Module, Failure> {
-    load_with(file, true)
-}
-
 /// The module of `file`, compiled with or without the prefetches of the next program's rows.
-fn load_with(file: &Path, prefetch: bool) -> Result<Module, Failure> {
+fn load(file: &Path, prefetch: bool) -> Result<Module, Failure> {
     Ok(Jit::with_options(lnc::CompileOptions { prefetch, ..Default::default() }).load(file)?)
 }
 
 fn check(file: &Path) -> Result<(), Failure> {
-    let module = load(file)?;
+    let module = load(file, true)?;
     let kernels = module.kernels();
     println!("{}: {} kernel{}", file.display(), kernels.len(), if kernels.len() == 1 { "" } else { "s" });
     for k in kernels {
@@ -209,7 +205,7 @@ fn compile(
     unchecked: bool,
     no_prefetch: bool,
 ) -> Result<(), Failure> {
-    let module = load_with(file, !no_prefetch)?;
+    let module = load(file, !no_prefetch)?;
     let req = DumpRequest { stages: emit, after_each_pass: print_after_all, checked: !unchecked };
     let dumps = module.dump(kernel, signature, &req)?;
     print_warnings(&module.warnings(kernel, signature)?, module.file());
@@ -328,7 +324,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     let (file, kernel) = (l.file.as_path(), l.kernel.as_str());
     let grid = parse_grid(&l.grid)?;
     let t = Instant::now();
-    let module = load_with(file, !l.no_prefetch)?;
+    let module = load(file, !l.no_prefetch)?;
     let mut compile = t.elapsed();
     let kernels = module.kernels();
     let Some(info) = kernels.iter().find(|k| k.name == kernel) else {

@@ -57,7 +57,7 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// The users of every loop-IR value, computed when first needed (`half.rs`).
     pub(crate) uses: Option<HashMap<lir::Value, Vec<lir::Inst>>>,
     /// Intervals of the integer scalars (`induction.rs`).
-    pub(crate) ranges: induction::Ranges,
+    pub(crate) ranges: lir::ranges::Ranges,
     /// The `i64` copies of loop indices (`induction.rs`).
     pub(crate) wide: HashMap<lir::Value, Value>,
     /// Emitting the copy of a loop whose streaming stores bypass the caches.
@@ -119,7 +119,7 @@ pub(crate) fn codegen_fn(
     let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
     let entry = bcx.create_block();
     bcx.append_block_params_for_function_params(entry);
-    let ranges = induction::Ranges::analyze(f);
+    let ranges = lir::ranges::Ranges::analyze(f);
     let blocks = create_blocks(&mut bcx, f, &ranges)?;
     bcx.switch_to_block(entry);
     let params = bcx.block_params(entry);
@@ -263,7 +263,7 @@ fn load_checked_args(fx: &mut FunctionCx) -> Result<(), CodegenError> {
 fn create_blocks(
     bcx: &mut FunctionBuilder,
     f: &lir::Function,
-    ranges: &induction::Ranges,
+    ranges: &lir::ranges::Ranges,
 ) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
     let mut map = SecondaryMap::new();
     let mut err = None;

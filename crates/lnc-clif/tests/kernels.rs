@@ -546,20 +546,18 @@ fn pid_assert_kernel(op: CmpOp) -> Function {
     b.finish()
 }
 
+/// The error of `pid_assert_kernel`'s assert failing in program `pid`.
+fn assert_failed_in(pid: [u32; 3]) -> LaunchError {
+    LaunchError::Fault { status: Status::AssertFailed, pid, fault: Fault { site: 1, arg: 0, offset: 0 } }
+}
+
 #[test]
 fn assert_fails_with_its_site() {
     let f = pid_assert_kernel(CmpOp::Lt);
     let k = compile_ok(&f, &CodegenOptions::default());
     run(&k, [5, 1, 1], &[scalar(pack_int(5))], None).unwrap();
     let err = run(&k, [5, 1, 1], &[scalar(pack_int(3))], Some(&pool(2))).unwrap_err();
-    assert_eq!(
-        err,
-        LaunchError::Fault {
-            status: Status::AssertFailed,
-            pid: [3, 0, 0],
-            fault: Fault { site: 1, arg: 0, offset: 0 }
-        }
-    );
+    assert_eq!(err, assert_failed_in([3, 0, 0]));
 }
 
 /// A compiled kernel runs a whole chunk of programs per call (the runtime's chunks reach
@@ -572,15 +570,7 @@ fn a_fault_inside_a_chunk_names_its_program() {
         let k = compile_ok(&f, &opts);
         for threads in [1, 2] {
             let err = run(&k, [5000, 3, 1], &[scalar(pack_int(3000))], Some(&pool(threads))).unwrap_err();
-            assert_eq!(
-                err,
-                LaunchError::Fault {
-                    status: Status::AssertFailed,
-                    pid: [3000, 0, 0],
-                    fault: Fault { site: 1, arg: 0, offset: 0 }
-                },
-                "{threads} threads"
-            );
+            assert_eq!(err, assert_failed_in([3000, 0, 0]), "{threads} threads");
         }
     }
 }

@@ -12,12 +12,13 @@
 //!
 //! The [`verify`] module lists the invariants every function satisfies; [`print`] gives
 //! the text form of stage dumps and snapshots; [`builder`] appends instructions region by
-//! region.
+//! region; [`ranges`] bounds the integer scalars.
 #![deny(missing_docs)]
 
 pub mod builder;
 pub mod ir;
 pub mod print;
+pub mod ranges;
 pub mod verify;
 
 pub use builder::Builder;

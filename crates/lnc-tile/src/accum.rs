@@ -102,7 +102,7 @@ fn only_accumulations(f: &Function, l: Inst, updates: &[(BinOp, Inst)]) -> bool 
     // What the update depends on, walking back; dead code that `bounds` left (a mask's
     // `iota` and comparison, removed later) does not count.
     let body = &d.regions[0];
-    let (_, insts) = body.insts.split_last().expect("a loop body ends in yield");
+    let Some((_, insts)) = body.insts.split_last() else { return false };
     let mut live: HashSet<Value> = HashSet::new();
     for &i in insts.iter().rev() {
         let data = &f.insts[i];

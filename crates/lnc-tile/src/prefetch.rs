@@ -34,19 +34,20 @@
 //!   same lower bound, not the remainder loop of the first pass) and reads the row again:
 //!   at `p[i]` (prefetch `p'[i]`), or, after a `row_load s[0..] <- p[t..]`, at scratch
 //!   `s[i]` (prefetch `p'[t + i]`). It is the host of the prefetches.
-//! - the host's upper bound is at most a constant, and the row it covers at most
-//!   [`MAX_ROW_BYTES`]: a row larger than the second-level cache would push out the
-//!   current program's data before the next program used the prefetched lines; and at
-//!   least [`MIN_ROW_BYTES`], a page.
+//! - the host's upper bound (interval analysis, [`lnc_lir::ranges`]) is at most a
+//!   constant, and the row it covers at most [`MAX_ROW_BYTES`]: a row larger than the
+//!   second-level cache would push out the current program's data before the next
+//!   program used the prefetched lines; and at least [`MIN_ROW_BYTES`], a page.
 //!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
 
 use std::collections::{HashMap, HashSet};
 
+use lnc_lir::ranges::Ranges;
 use lnc_lir::{Addressing, BinOp, Const, DType, Function, Inst, Opcode, Ty, Value};
 
-use crate::rewrite::{Lanes, clone_insts, def, int_of, konst};
+use crate::rewrite::{Lanes, clone_insts, def, int_of, iv_plus, konst};
 
 /// The longest row prefetched whole while the current one is processed.
 pub(crate) const MAX_ROW_BYTES: i64 = 64 << 10;
@@ -83,6 +84,7 @@ pub(crate) fn run(f: &mut Function) {
     let top: Vec<Inst> = f.body.insts.clone();
     let mut keys =
         Keys { position: top.iter().enumerate().map(|(k, &i)| (i, k)).collect(), memo: HashMap::new() };
+    let ranges = Ranges::analyze(f);
     let mut plans: Vec<(Inst, Value, Vec<RowIndex>)> = Vec::new();
     let mut done = HashSet::new();
     for (k, &s) in top.iter().enumerate() {
@@ -91,7 +93,7 @@ pub(crate) fn run(f: &mut Function) {
             if !done.insert(key.clone()) || !key.contains(PID) {
                 continue;
             }
-            if let Some((host, indices)) = host_of(f, &mut keys, &top[k + 1..], &key, row, first) {
+            if let Some((host, indices)) = host_of(f, &ranges, &mut keys, &top[k + 1..], &key, row, first) {
                 plans.push((host, row, indices));
             }
         }
@@ -173,6 +175,7 @@ fn innermost(f: &Function, l: Inst) -> bool {
 /// of the row, where `index` is a value of the host's body.
 fn host_of(
     f: &Function,
+    ranges: &Ranges,
     keys: &mut Keys,
     later: &[Inst],
     key: &str,
@@ -227,8 +230,8 @@ fn host_of(
             continue;
         }
         let elem = i64::from(row_elem_bytes(f, row)?);
-        let max_ub = max_value(f, data.args[1])?;
-        if !(MIN_ROW_BYTES..=MAX_ROW_BYTES).contains(&max_ub.saturating_mul(elem)) {
+        let (_, max_ub) = ranges.of(f, data.args[1]);
+        if !(MIN_ROW_BYTES as i128..=MAX_ROW_BYTES as i128).contains(&max_ub.saturating_mul(elem.into())) {
             return None;
         }
         // One prefetch per line the iteration covers: the reads at iv + c whose element
@@ -263,14 +266,9 @@ fn row_elem_bytes(f: &Function, p: Value) -> Option<u32> {
 
 /// `c` when `v` is `iv` (0) or `iv + c` with `c` a constant.
 fn offset_from(f: &Function, v: Value, iv: Value) -> Option<i64> {
-    if v == iv {
-        return Some(0);
-    }
-    let d = &f.insts[def(f, v)?];
-    match d.opcode {
-        Opcode::Binary(BinOp::Add) if d.args[0] == iv => int_of(f, d.args[1]),
-        Opcode::Binary(BinOp::Add) if d.args[1] == iv => int_of(f, d.args[0]),
-        _ => None,
+    match iv_plus(f, v, iv, &HashSet::new())? {
+        None => Some(0),
+        Some(c) => int_of(f, c),
     }
 }
 
@@ -279,41 +277,13 @@ fn same_int(f: &Function, a: Value, b: Value) -> bool {
     a == b || matches!((int_of(f, a), int_of(f, b)), (Some(x), Some(y)) if x == y)
 }
 
-/// An upper bound of the integer scalar `v` from constants, `min`, `max`, `and` with a
-/// non-negative operand and casts; `None` when there is none of that form.
-fn max_value(f: &Function, v: Value) -> Option<i64> {
-    if let Some(k) = int_of(f, v) {
-        return Some(k);
-    }
-    let d = &f.insts[def(f, v)?];
-    match d.opcode {
-        Opcode::Binary(BinOp::Min) => match (max_value(f, d.args[0]), max_value(f, d.args[1])) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        },
-        Opcode::Binary(BinOp::Max) => Some(max_value(f, d.args[0])?.max(max_value(f, d.args[1])?)),
-        // `x & c`: at most `c` when `c ≥ 0`; otherwise at most `x` when `x ≥ 0`, and
-        // negative (the loop does not run) when `x < 0`.
-        Opcode::Binary(BinOp::And) => {
-            let bx = max_value(f, d.args[0]);
-            match int_of(f, d.args[1]) {
-                // `x & c` is in `[0, c]`; within `[0, x]` too when `x ≥ 0`.
-                Some(c) if c >= 0 => Some(bx.filter(|&b| b >= 0).map_or(c, |b| b.min(c))),
-                Some(_) => bx.map(|b| b.max(0)),
-                None => None,
-            }
-        }
-        // An integer cast keeps a bound that fits in an `i32`, the narrowest loop bound.
-        Opcode::Cast if f.ty(d.args[0]).dtype().is_int() => {
-            max_value(f, d.args[0]).filter(|&b| (0..=i64::from(i32::MAX)).contains(&b))
-        }
-        _ => None,
-    }
-}
-
 /// Copies the computation of `row` with `pid + 1` for the program id before `host`, and
 /// adds the prefetches of that row at `indices` to the start of the host's body.
 fn add_prefetches(f: &mut Function, host: Inst, row: Value, indices: &[RowIndex], pids: &[Value]) {
+    // `host_of` found the host among the top-level instructions; looked up here so that a
+    // mistake drops the prefetches instead of panicking. Only the splice below changes the
+    // top level.
+    let Some(pos) = f.body.insts.iter().position(|&i| i == host) else { return };
     let span = f.spans[host];
     let mut new = Vec::new();
     let mut map = HashMap::new();
@@ -341,7 +311,7 @@ fn add_prefetches(f: &mut Function, host: Inst, row: Value, indices: &[RowIndex]
         f.body.insts.iter().copied().filter(|i| needed.contains(i) && depends.contains(i)).collect()
     };
     new.extend(clone_insts(f, &chain, &mut map, &mut HashSet::new(), Lanes::Same));
-    let next_row = map[&row];
+    let Some(&next_row) = map.get(&row) else { return };
     let mut body_new = Vec::new();
     for &(index, offset) in indices {
         let at = match offset {
@@ -363,7 +333,6 @@ fn add_prefetches(f: &mut Function, host: Inst, row: Value, indices: &[RowIndex]
         };
         body_new.push(f.create_inst(Opcode::Prefetch, vec![next_row, at], &[], span));
     }
-    let pos = f.body.insts.iter().position(|&i| i == host).expect("the host is a top-level loop");
     f.body.insts.splice(pos..pos, new);
     // The indices are defined in the body: the prefetches go right after the last of them.
     let body = &f.insts[host].regions[0];
