@@ -101,8 +101,16 @@ fn prefetching_past_the_last_row_into_unmapped_memory_does_not_fault() {
             [y, mean, rstd].concat().iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
         };
         let want = run(&plain, x, false);
-        assert_eq!(run(&k, x, false), want, "{m}x{n} checked");
+        let got = run(&k, x, false);
+        assert_eq!(got, want, "{m}x{n} checked");
         assert_eq!(run(&k, x, true), want, "{m}x{n} unchecked");
+        // And it is the layer norm: against the float64 reference.
+        let floats = |bits: &[u32]| bits.iter().map(|&b| f32::from_bits(b)).collect::<Vec<f32>>();
+        let (ry, rmean, rrstd) = layer_norm_ref(x, &w, &b, n, 1e-5);
+        let got = floats(&got);
+        assert_close(&format!("y ({m}x{n})"), &got[..m * n], &ry, 1e-5, 1e-5);
+        assert_close(&format!("mean ({m}x{n})"), &got[m * n..m * n + m], &rmean, 1e-5, 1e-6);
+        assert_close(&format!("rstd ({m}x{n})"), &got[m * n + m..], &rrstd, 1e-5, 1e-5);
     }
 }
 
