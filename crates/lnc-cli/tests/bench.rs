@@ -142,8 +142,8 @@ fn errors_are_reported_before_timing() {
 #[test]
 fn run_accepts_generated_buffers() {
     // y = xhat·w + b with w = 0 and b = 1 is all ones, whatever x is.
-    let out = std::env::temp_dir().join(format!("lnc-cli-bench-run-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let dir = tempfile::Builder::new().prefix("lnc-cli-bench-run-").tempdir().unwrap();
+    let out = dir.path().join("out");
     let mut args = fwd_args(&[]);
     args[0] = "run";
     let w = args.iter().position(|a| *a == "W=rand:f32:100").unwrap();
@@ -160,7 +160,6 @@ fn run_accepts_generated_buffers() {
     assert_eq!(npy.shape(), &[64, 100]);
     let y: Vec<f32> = npy.into_vec().unwrap();
     assert!(y.iter().all(|&v| v == 1.0), "{:?}", &y[..8]);
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// Rows of 1000 floats (4 KB blocks) get the prefetches of the next program's row, and

@@ -1,6 +1,6 @@
 //! The `lnc` binary, driven as a user would: exit codes, printed text, `.npy` files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use npyz::WriterBuilder;
@@ -21,11 +21,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lnc-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("lnc-cli-{name}-")).tempdir().unwrap()
 }
 
 fn save<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
@@ -59,7 +56,8 @@ fn check_lists_the_three_seed_kernels() {
 
 #[test]
 fn check_reports_syntax_errors_with_a_caret() {
-    let d = tempdir("check-err");
+    let dir = tempdir("check-err");
+    let d = dir.path();
     let f = d.join("bad.py");
     std::fs::write(&f, "import triton\n@triton.jit\ndef k(X):\n    x = tl.load(X\n").unwrap();
     let o = lnc(&["check", f.to_str().unwrap()]);
@@ -123,7 +121,8 @@ fn compile_rejects_a_bad_signature() {
 
 #[test]
 fn run_forward_layer_norm_on_npy_files() {
-    let d = tempdir("run");
+    let dir = tempdir("run");
+    let d = dir.path();
     let (m, n) = (151usize, 1000usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
     let x: Vec<f32> = (0..m * n).map(|_| -2.3 + rng.random::<f32>() - 0.5).collect();
@@ -237,7 +236,8 @@ fn run_args(kernel: &str, grid: usize, args: &[(&str, String)], out: &Path) -> O
 
 #[test]
 fn run_backward_kernels_on_npy_files() {
-    let d = tempdir("run-bwd");
+    let dir = tempdir("run-bwd");
+    let d = dir.path();
     let (m, n, group) = (37usize, 300usize, 4usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(rand::rng().random());
     let mut f32s = |len: usize| -> Vec<f32> { (0..len).map(|_| rng.random::<f32>() - 0.5).collect() };
@@ -340,7 +340,8 @@ fn run_backward_kernels_on_npy_files() {
 
 #[test]
 fn compile_and_run_print_the_masked_lane_warning_and_still_succeed() {
-    let d = tempdir("lint");
+    let dir = tempdir("lint");
+    let d = dir.path();
     let f = d.join("var.py");
     std::fs::write(
         &f,
@@ -391,7 +392,8 @@ fn compile_and_run_print_the_masked_lane_warning_and_still_succeed() {
 /// program of a 300 x 2 grid (chunks of dozens of programs) prints its own line once.
 #[test]
 fn device_print_names_every_program_of_a_chunk() {
-    let d = tempdir("print-pids");
+    let dir = tempdir("print-pids");
+    let d = dir.path();
     let f = d.join("show.py");
     std::fs::write(
         &f,

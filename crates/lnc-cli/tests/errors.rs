@@ -2,7 +2,9 @@
 //! sees them: exit code and standard error. Each test runs in a directory of its own with
 //! relative paths, so the text carries no machine-specific path.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use tempfile::TempDir;
 
 use npyz::WriterBuilder;
 
@@ -28,15 +30,14 @@ def check(X):
 
 /// A fresh directory holding `k.py` (the kernels above), `x.npy` and `y.npy` (8 float32
 /// each) and `xd.npy` (8 float64).
-fn workdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lnc-cli-errors-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+fn workdir(name: &str) -> TempDir {
+    let dir = tempfile::Builder::new().prefix(&format!("lnc-cli-errors-{name}-")).tempdir().unwrap();
+    let d = dir.path();
     std::fs::write(d.join("k.py"), KERNELS).unwrap();
     save(&d.join("x.npy"), &[8], &[1.0f32; 8]);
     save(&d.join("y.npy"), &[8], &[0.0f32; 8]);
     save(&d.join("xd.npy"), &[8], &[1.0f64; 8]);
-    d
+    dir
 }
 
 fn save<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
@@ -62,16 +63,16 @@ fn save_raw(path: &Path, descr: &str, len: usize, data: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// Runs `lnc` in `dir` (then removes it) and returns what a user sees of a failure: the
+/// Runs `lnc` in `dir` and returns what a user sees of a failure: the
 /// exit code and the standard error, with the directory's path (should any appear)
 /// replaced by `$DIR`.
-fn lnc_fails(dir: &Path, args: &[&str]) -> String {
+fn lnc_fails(dir: &TempDir, args: &[&str]) -> String {
+    let dir = dir.path();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_lnc"))
         .args(args)
         .current_dir(dir)
         .output()
         .expect("lnc runs");
-    let _ = std::fs::remove_dir_all(dir);
     assert!(!o.status.success(), "lnc {args:?} succeeded");
     let stderr = String::from_utf8_lossy(&o.stderr).replace(&dir.display().to_string(), "$DIR");
     let code = o.status.code().map_or_else(|| "none (killed by a signal)".to_string(), |c| c.to_string());
@@ -129,7 +130,7 @@ fn missing_npy_file() {
 #[test]
 fn unreadable_npy_element_type() {
     let d = workdir("npy-complex");
-    save_raw(&d.join("z.npy"), "<c8", 8, &[0u8; 64]);
+    save_raw(&d.path().join("z.npy"), "<c8", 8, &[0u8; 64]);
     let args = [
         "run", "k.py", "--kernel", "copy", "--grid", "1", "--arg", "X=@z.npy", "--arg", "Y=@y.npy", "--arg",
         "N=8", "--arg", "BLOCK=8", "--out", "out",
@@ -225,7 +226,7 @@ fn kernel_error_at_run() {
     // Without --signature the buffer's dtype makes the signature: an atomic on float64
     // is fine, on int8 it is not, and the front end says so at the kernel's source.
     let d = workdir("atomic-i8");
-    save(&d.join("c.npy"), &[1], &[0i8]);
+    save(&d.path().join("c.npy"), &[1], &[0i8]);
     insta::assert_snapshot!(lnc_fails(
         &d,
         &["run", "k.py", "--kernel", "count", "--grid", "1", "--arg", "Counter=@c.npy", "--out", "out"]

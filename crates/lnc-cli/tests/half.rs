@@ -2,7 +2,7 @@
 //! signature inferred from them), `uint16` arrays holding bf16 bit patterns pass as
 //! `*bf16` when the signature says so, and the outputs come back in the same forms.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use half::{bf16, f16};
@@ -13,11 +13,8 @@ const SEED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/seeds/t
 const M: usize = 5;
 const N: usize = 300;
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lnc-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("lnc-cli-{name}-")).tempdir().unwrap()
 }
 
 fn save<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
@@ -92,7 +89,8 @@ fn inputs() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 
 #[test]
 fn run_reads_and_writes_float16_arrays() {
-    let d = tempdir("fp16");
+    let dir = tempdir("fp16");
+    let d = dir.path();
     let (x, w, b) = inputs();
     let h = |v: &[f32]| -> Vec<f16> { v.iter().map(|&x| f16::from_f32(x)).collect() };
     let (x, w, b) = (h(&x), h(&w), h(&b));
@@ -102,7 +100,7 @@ fn run_reads_and_writes_float16_arrays() {
     save(&d.join("B.npy"), &[N as u64], &b);
     save(&d.join("M.npy"), &[M as u64], &[f32::NAN; M]);
     save(&d.join("V.npy"), &[M as u64], &[f32::NAN; M]);
-    run_forward(&d, None);
+    run_forward(d, None);
     let (descr, shape, y) = load::<f16>(&d.join("out/Y.npy"));
     assert_eq!((descr.as_str(), shape), ("<f2", vec![M as u64, N as u64]));
     let f = |v: &[f16]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
@@ -119,7 +117,8 @@ fn run_reads_and_writes_float16_arrays() {
 
 #[test]
 fn run_passes_uint16_arrays_as_bf16() {
-    let d = tempdir("bf16");
+    let dir = tempdir("bf16");
+    let d = dir.path();
     let (x, w, b) = inputs();
     let h = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| bf16::from_f32(x).to_bits()).collect() };
     let (x, w, b) = (h(&x), h(&w), h(&b));
@@ -129,7 +128,7 @@ fn run_passes_uint16_arrays_as_bf16() {
     save(&d.join("B.npy"), &[N as u64], &b);
     save(&d.join("M.npy"), &[M as u64], &[f32::NAN; M]);
     save(&d.join("V.npy"), &[M as u64], &[f32::NAN; M]);
-    run_forward(&d, Some("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,512"));
+    run_forward(d, Some("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,512"));
     let (descr, shape, y) = load::<u16>(&d.join("out/Y.npy"));
     assert_eq!((descr.as_str(), shape), ("<u2", vec![M as u64, N as u64]));
     let f = |v: &[u16]| -> Vec<f64> { v.iter().map(|&x| bf16::from_bits(x).to_f64()).collect() };
