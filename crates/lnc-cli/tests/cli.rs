@@ -420,8 +420,8 @@ fn device_print_names_every_program_of_a_chunk() {
     }
 }
 
-/// The seed forward prefetches the next program's row from its last pass (rows of 4 KB
-/// and more); `--no-prefetch` compiles it without, for timing one against the other.
+/// The seed forward prefetches the next program's row from its last pass (fp32 rows of
+/// 4 KB and more); `--no-prefetch` compiles it without, for timing one against the other.
 #[test]
 fn compile_shows_the_prefetches_and_no_prefetch_removes_them() {
     let sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,4096";

@@ -37,7 +37,8 @@
 //! - the host's upper bound (interval analysis, [`lnc_lir::ranges`]) is at most a
 //!   constant, and the row it covers at most [`MAX_ROW_BYTES`]: a row larger than the
 //!   second-level cache would push out the current program's data before the next
-//!   program used the prefetched lines; and at least [`MIN_ROW_BYTES`], a page.
+//!   program used the prefetched lines; and at least [`MIN_ROW_BYTES`], a page, or
+//!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads.
 //!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
@@ -52,12 +53,20 @@ use crate::rewrite::{Lanes, clone_insts, def, int_of, iv_plus, konst};
 /// The longest row prefetched whole while the current one is processed.
 pub(crate) const MAX_ROW_BYTES: i64 = 64 << 10;
 
-/// The shortest row worth it: a page. Rows within a page the hardware's stream
-/// prefetchers follow from one program to the next (measured on the seed forward at 2
-/// threads, caches flushed: no gain at 2 KB rows, fp32 N = 512 or fp16 N = 1024, and
-/// 3 % slower in some runs at fp32 N = 512); they stop at page boundaries, which longer
-/// rows cross.
+/// The shortest row a loop reads that is worth it: a page. Rows within a page the
+/// hardware's stream prefetchers follow from one program to the next (measured on the
+/// seed forward at 2 threads, caches flushed: no gain at 2 KB rows, fp32 N = 512, and 3 %
+/// slower in some runs); they stop at page boundaries, which longer rows cross.
 pub(crate) const MIN_ROW_BYTES: i64 = 4 << 10;
+
+/// The shortest row a `row_load` reads that is worth it. The helper reads the whole row in
+/// one burst at the start of the program, which then computes from scratch: the hardware
+/// prefetchers, which follow demand reads, have no time to run ahead into the next row,
+/// as they do while a loop's first pass walks an `fp32` row. Measured on the seed forward
+/// at 4096 rows, 2 threads, caches flushed, five alternating runs of 60 launches (time
+/// with prefetches over time without): fp16 N = 1024 (2 KB rows) 0.88-1.00, median 0.95;
+/// bf16 N = 1024 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %.
+pub(crate) const MIN_HALF_ROW_BYTES: i64 = 2 << 10;
 
 /// A row index a host loop reads: element `offset + index` of the row (`offset` absent:
 /// 0), where `index` is a value of the host's body.
@@ -231,7 +240,11 @@ fn host_of(
         }
         let elem = i64::from(row_elem_bytes(f, row)?);
         let (_, max_ub) = ranges.of(f, data.args[1]);
-        if !(MIN_ROW_BYTES as i128..=MAX_ROW_BYTES as i128).contains(&max_ub.saturating_mul(elem.into())) {
+        let min_row = match first {
+            First::Loop(_) => MIN_ROW_BYTES,
+            First::Row => MIN_HALF_ROW_BYTES,
+        };
+        if !(min_row as i128..=MAX_ROW_BYTES as i128).contains(&max_ub.saturating_mul(elem.into())) {
             return None;
         }
         // One prefetch per line the iteration covers: the reads at iv + c whose element

@@ -50,6 +50,11 @@ fn a_half_row_converted_into_scratch_prefetches_from_the_scratch_loop() {
     let f = lir(NORM, "k", "*fp16,*fp16,i32,2048");
     insta::assert_snapshot!(lnc_lir::print_function(&f));
     assert_eq!(prefetches(&f).len(), 1);
+    // From 2 KB (the same rows read by a loop in fp32 need 4 KB).
+    assert_eq!(prefetches(&lir(NORM, "k", "*fp16,*fp16,i32,1024")).len(), 1);
+    // bf16 loads that only feed arithmetic convert tile by tile: a loop reads that row.
+    assert!(prefetches(&lir(NORM, "k", "*bf16,*bf16,i32,1024")).is_empty());
+    assert!(prefetches(&lir(NORM, "k", "*fp32,*fp32,i32,512")).is_empty());
 }
 
 #[test]
@@ -60,6 +65,9 @@ fn the_seed_kernels_prefetch_in_their_last_pass() {
         "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
         "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,2048",
         "*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,4096",
+        // Half rows of 2 KB, which their row_load reads.
+        "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024",
+        "*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,1024",
     ] {
         let f = lir(&src, "_layer_norm_fwd_fused", sig);
         assert_eq!(prefetches(&f).len(), 1, "{sig}:\n{}", lnc_lir::print_function(&f));
@@ -105,9 +113,10 @@ def k(X, Y, N, BLOCK: tl.constexpr):
     none(&indirect, "*fp32,*fp32,*i32,i32,1024");
     // A row of 128 KB: prefetching it whole would evict the current one.
     none(NORM, "*fp32,*fp32,i32,32768");
-    // Rows of at most 2 KB: within a page, the hardware prefetchers follow them.
+    // Rows a loop reads, of at most 2 KB: within a page, the hardware prefetchers follow
+    // them. Half rows a row_load reads in one burst qualify from 2 KB.
     none(NORM, "*fp32,*fp32,i32,512");
-    none(NORM, "*fp16,*fp16,i32,1024");
+    none(NORM, "*fp16,*fp16,i32,512");
     // Not the program's row: the same for every program.
     none(&NORM.replace("row = tl.program_id(0)", "row = 0 * tl.program_id(0)"), "*fp32,*fp32,i32,1024");
 }
