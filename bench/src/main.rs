@@ -67,6 +67,10 @@ struct Opts {
     /// (`CompileOptions::prefetch = false`), to measure what the prefetches gain.
     #[arg(long)]
     no_prefetch: bool,
+    /// Compile lnc's kernels widening fp16 tiles with integer code instead of F16C
+    /// (`CompileOptions::f16c = false`), to measure what F16C gains.
+    #[arg(long)]
+    no_f16c: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -767,9 +771,15 @@ fn run(opts: Opts) -> Result<()> {
         if opts.unchecked { "unchecked" } else { "bounds-checked" }
     );
     println!("kernels: {}", path.display());
-    let compile_opts = lnc::CompileOptions { prefetch: !opts.no_prefetch, ..Default::default() };
+    let compile_opts =
+        lnc::CompileOptions { prefetch: !opts.no_prefetch, f16c: !opts.no_f16c, ..Default::default() };
     if opts.no_prefetch {
         println!("compiled without prefetches of the next program's rows (--no-prefetch)");
+    }
+    if opts.no_f16c {
+        println!("compiled widening fp16 tiles with integer code, not F16C (--no-f16c)");
+    } else if lnc::widens_f16_natively() {
+        println!("fp16 tiles widen with F16C (vcvtph2ps), rewritten after Cranelift");
     }
     let flush = (!opts.hot).then(|| Mutex::new(lnc_runtime::CacheFlush::new()));
     println!(

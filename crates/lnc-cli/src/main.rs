@@ -48,9 +48,8 @@ enum Command {
         /// Emit code without bounds checks (what `launch_unchecked` runs).
         #[arg(long)]
         unchecked: bool,
-        /// Compile without prefetching the next program's rows (`CompileOptions::prefetch`).
-        #[arg(long)]
-        no_prefetch: bool,
+        #[command(flatten)]
+        code: CodeArgs,
     },
     /// Run a kernel on .npy inputs and write every pointer argument's buffer back as .npy.
     Run {
@@ -100,9 +99,24 @@ struct LaunchArgs {
     /// Skip bounds checks.
     #[arg(long)]
     unchecked: bool,
+    #[command(flatten)]
+    code: CodeArgs,
+}
+
+/// Code generation choices that change speed, never results (`compile`, `run`, `bench`).
+#[derive(clap::Args)]
+struct CodeArgs {
     /// Compile without prefetching the next program's rows (`CompileOptions::prefetch`).
     #[arg(long)]
     no_prefetch: bool,
+    /// Widen fp16 tiles with integer code instead of the CPU's F16C instruction
+    /// (`CompileOptions::f16c`).
+    #[arg(long)]
+    no_f16c: bool,
+}
+
+impl CodeArgs {
+    const DEFAULT: CodeArgs = CodeArgs { no_prefetch: false, no_f16c: false };
 }
 
 /// An error already rendered for the terminal.
@@ -151,8 +165,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { file } => check(&file),
-        Command::Compile { file, kernel, signature, emit, print_after_all, unchecked, no_prefetch } => {
-            compile(&file, &kernel, &signature, emit, print_after_all, unchecked, no_prefetch)
+        Command::Compile { file, kernel, signature, emit, print_after_all, unchecked, code } => {
+            compile(&file, &kernel, &signature, emit, print_after_all, unchecked, &code)
         }
         Command::Run { launch, out } => run(&launch, &out),
         Command::Bench { launch, reps, json, flush } => bench::bench(&launch, reps, json, flush),
@@ -166,13 +180,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// The module of `file`, compiled with or without the prefetches of the next program's rows.
-fn load(file: &Path, prefetch: bool) -> Result<Module, Failure> {
-    Ok(Jit::with_options(lnc::CompileOptions { prefetch, ..Default::default() }).load(file)?)
+/// The module of `file`, compiled with the code generation choices `code`.
+fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
+    let opts = lnc::CompileOptions { prefetch: !code.no_prefetch, f16c: !code.no_f16c, ..Default::default() };
+    Ok(Jit::with_options(opts).load(file)?)
 }
 
 fn check(file: &Path) -> Result<(), Failure> {
-    let module = load(file, true)?;
+    let module = load(file, &CodeArgs::DEFAULT)?;
     let kernels = module.kernels();
     println!("{}: {} kernel{}", file.display(), kernels.len(), if kernels.len() == 1 { "" } else { "s" });
     for k in kernels {
@@ -203,9 +218,9 @@ fn compile(
     emit: Vec<Stage>,
     print_after_all: bool,
     unchecked: bool,
-    no_prefetch: bool,
+    code: &CodeArgs,
 ) -> Result<(), Failure> {
-    let module = load(file, !no_prefetch)?;
+    let module = load(file, code)?;
     let req = DumpRequest { stages: emit, after_each_pass: print_after_all, checked: !unchecked };
     let dumps = module.dump(kernel, signature, &req)?;
     print_warnings(&module.warnings(kernel, signature)?, module.file());
@@ -324,7 +339,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
     let (file, kernel) = (l.file.as_path(), l.kernel.as_str());
     let grid = parse_grid(&l.grid)?;
     let t = Instant::now();
-    let module = load(file, !l.no_prefetch)?;
+    let module = load(file, &l.code)?;
     let mut compile = t.elapsed();
     let kernels = module.kernels();
     let Some(info) = kernels.iter().find(|k| k.name == kernel) else {

@@ -75,6 +75,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     saved: HashMap<lir::Value, (StackSlot, u32)>,
     /// The alias region of the loads standing for prefetches (`prefetch.rs`).
     pub(crate) prefetch_region: Option<cranelift_codegen::ir::AliasRegion>,
+    /// `fp16` tiles widen with F16C (`f16c.rs`).
+    pub(crate) f16c: bool,
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -163,12 +165,14 @@ pub(crate) fn codegen_fn(
         rebroadcast: HashSet::new(),
         saved: HashMap::new(),
         prefetch_region: None,
+        f16c: false,
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
     if opts.fused_subs && ports::host_has_fma(fx.module.isa()) {
         fx.fused_subs = ports::fused_subs(f);
     }
+    fx.f16c = opts.f16c && crate::f16c::available(fx.module.isa());
     if opts.checked {
         load_checked_args(&mut fx)?;
     }

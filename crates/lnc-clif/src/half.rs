@@ -418,6 +418,9 @@ pub(crate) fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value,
 pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Value) -> Vec<Value> {
     (0..parts)
         .map(|j| {
+            if d == DType::F16 && fx.f16c {
+                return crate::f16c::widen_4(fx, addr, j as i32 * 8);
+            }
             let h = fx.bcx.ins().uload16x4(data_flags(), addr, j as i32 * 8);
             convert(&mut fx.bcx, d, h, fx.half_quiet)
         })

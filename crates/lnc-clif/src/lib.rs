@@ -26,6 +26,7 @@
 
 mod base;
 mod chain;
+mod f16c;
 mod half;
 mod helpers;
 mod hoist;
@@ -63,6 +64,10 @@ pub struct CodegenOptions {
     /// as multiply-adds by 1 (the same bits), which run on the multiply units, when the
     /// host has AVX and FMA (`ports.rs`). Default: on.
     pub fused_subs: bool,
+    /// Widen `fp16` tiles with the CPU's F16C instruction, one per four lanes, when the
+    /// host has it and AVX (module `f16c`), instead of integer bit manipulation. The same
+    /// bits either way. Default: on.
+    pub f16c: bool,
 }
 
 impl Default for CodegenOptions {
@@ -72,6 +77,7 @@ impl Default for CodegenOptions {
             emit_text: false,
             stream_bytes: stream::default_threshold(),
             fused_subs: true,
+            f16c: true,
         }
     }
 }
@@ -169,6 +175,12 @@ impl Drop for CompiledKernel {
     }
 }
 
+/// Whether kernels compiled on this host widen `fp16` tiles with F16C when
+/// [`CodegenOptions::f16c`] is on (the host has F16C and AVX).
+pub fn widens_f16_natively() -> bool {
+    host_isa().is_ok_and(|isa| f16c::available(&*isa))
+}
+
 /// The host ISA, built once: feature detection and flag parsing are not free and the
 /// result never changes.
 fn host_isa() -> Result<OwnedTargetIsa, CodegenError> {
@@ -248,6 +260,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut code = compiled.code_buffer().to_vec();
     let patched = stream::patch(&mut code, compiled.buffer.traps());
     let prefetches = prefetch::patch(&mut code, compiled.buffer.traps())?;
+    let widened = f16c::patch(&mut code, compiled.buffer.traps())?;
     let alignment = u64::from(compiled.buffer.alignment);
     let relocs: Vec<_> = compiled
         .buffer
@@ -274,6 +287,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     "; {prefetches} byte load(s) marked {} above are rewritten after Cranelift to \
                      prefetcht1 of the same address\n",
                     cranelift_codegen::ir::TrapCode::user(prefetch::MARK)
+                        .map_or(String::new(), |c| c.to_string())
+                ));
+            }
+            if widened > 0 {
+                asm.push_str(&format!(
+                    "; {widened} vpmovzxwd load(s) marked {} above are rewritten after Cranelift to \
+                     vcvtph2ps (fp16 to fp32) of the same address\n",
+                    cranelift_codegen::ir::TrapCode::user(f16c::MARK)
                         .map_or(String::new(), |c| c.to_string())
                 ));
             }

@@ -538,7 +538,11 @@ impl<'a> Lowerer<'a> {
         let ty = self.bf.ty(v);
         matches!(data.opcode, bir::Opcode::Load { .. })
             && self.is_block(v)
-            && !matches!(ty.elem.dtype(), bir::DType::F16 | bir::DType::BF16)
+            && match ty.elem.dtype() {
+                bir::DType::BF16 => false,
+                bir::DType::F16 => self.opts.native_f16_loads,
+                _ => true,
+            }
             && ty.shape.numel() * u64::from(ty.elem.dtype().size()) <= RELOAD_MAX_BYTES
             && !self.written_roots.contains(&self.prov.root(data.args[0]))
             && affine::stride(self.bf, data.args[0]) == Some(1)

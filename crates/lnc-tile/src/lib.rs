@@ -81,11 +81,24 @@ pub struct TileOptions {
     /// While a program passes over a row a second time, prefetch the same row of the
     /// worker's next program (module `prefetch`).
     pub prefetch: bool,
+    /// `fp16` tiles widen in one instruction per tile (the host's F16C, see lnc-clif), as
+    /// cheap as an `fp32` load: a later loop reads an `fp16` row again from memory instead
+    /// of a scratch copy, and the `rows` pass converts `fp16` loads whole only where it
+    /// does `bf16` loads.
+    pub native_f16_loads: bool,
 }
 
 impl Default for TileOptions {
     fn default() -> Self {
-        TileOptions { lanes: 4, bounds: true, unroll: 4, rows: true, stream: true, prefetch: true }
+        TileOptions {
+            lanes: 4,
+            bounds: true,
+            unroll: 4,
+            rows: true,
+            stream: true,
+            prefetch: true,
+            native_f16_loads: false,
+        }
     }
 }
 
@@ -132,7 +145,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir);
+        rows::run(&mut lir, opts.native_f16_loads);
     }
     if opts.bounds {
         bounds::run(&mut lir);

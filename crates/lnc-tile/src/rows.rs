@@ -55,7 +55,9 @@ use crate::rewrite::{
 };
 
 /// Rewrites the half accesses of every qualifying loop.
-pub(crate) fn run(f: &mut Function) {
+/// `native_f16`: `fp16` tiles widen in one instruction ([`crate::TileOptions::native_f16_loads`]),
+/// so `fp16` loads convert whole only where `bf16` loads do.
+pub(crate) fn run(f: &mut Function, native_f16: bool) {
     let loops = for_loops(f);
     let mut written = std::collections::HashSet::new();
     f.walk(|i| {
@@ -68,7 +70,7 @@ pub(crate) fn run(f: &mut Function) {
     let parent = parents(f);
     let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l], &written, &mut flags);
+        rewrite_loop(f, l, parent[&l], &written, native_f16, &mut flags);
     }
     if flags > 0 {
         // The flags take the scratch area's first bytes, which the runtime zeroes.
@@ -117,6 +119,7 @@ fn rewrite_loop(
     l: Inst,
     parent: Parent,
     written: &std::collections::HashSet<u32>,
+    native_f16: bool,
     flags: &mut u8,
 ) {
     let d = &f.insts[l];
@@ -231,9 +234,10 @@ fn rewrite_loop(
                         && start_of(dj.args[1]).is_some_and(|t| t.is_none_or(|t| launch_invariant(f, t, 12)))
                         && (!has_mask || (guard == Some(None) && bound_same))
                 };
-                let ok = (ty == Ty::Tile(DType::F16, step as u8)
-                    || (ty == Ty::Tile(DType::BF16, step as u8)
-                        && (kept_in(f, l, dj.results[0]).is_some() || bf16_once())))
+                let like_bf16 = ty == Ty::Tile(DType::BF16, step as u8)
+                    || (native_f16 && ty == Ty::Tile(DType::F16, step as u8));
+                let ok = ((!native_f16 && ty == Ty::Tile(DType::F16, step as u8))
+                    || (like_bf16 && (kept_in(f, l, dj.results[0]).is_some() || bf16_once())))
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg].1 == 0;
                 if let (true, Some(start), Some(guard)) = (ok, start_of(dj.args[1]), guard) {

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use lnc_bir::interp::{ArgValue, Buffer};
 use lnc_lir::DType;
+use lnc_tile::TileOptions;
 
 fn ns(block: i64) -> Vec<i64> {
     let mut v = vec![-3, 0, 1, 3, 4, 5, 9, block - 5, block - 1, block, block + 2];
@@ -223,4 +224,23 @@ fn two_d_blocks_convert_each_row() {
             differential(&f, [2, 1, 1], &args, &bufs, &[1, 4, 8]);
         }
     }
+}
+
+/// Where the host widens fp16 tiles in one instruction (F16C, `native_f16_loads`), an fp16
+/// load is treated as a bf16 one: it stays a tile load, and the store still converts the
+/// row; a row used by later loops is read again from its argument by each (as an fp32 row
+/// is) instead of being kept in scratch.
+#[test]
+fn native_fp16_loads_stay_tiles() {
+    let opts = TileOptions { native_f16_loads: true, ..Default::default() };
+    let lir = |src, sig| {
+        let l = tile_opts(&bir(src, "k", sig), opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
+        lnc_lir::print_function(&l)
+    };
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,32");
+    insta::assert_snapshot!(text);
+    assert!(!text.contains("row_load") && text.contains("row_store"), "{text}");
+    let text = lir(NORM_PID, "*fp16,*fp32,i32,64");
+    insta::assert_snapshot!("native_fp16_loads_stay_tiles_norm", text);
+    assert!(!text.contains("row_load") && !text.contains("scratch"), "{text}");
 }

@@ -221,10 +221,19 @@ impl B {
     }
 }
 
-/// Both modes, for tests that must pass either way.
-pub const MODES: [CodegenOptions; 2] = [
-    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true },
-    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX, fused_subs: true },
+/// Checked and unchecked, each with `fp16` tiles widened by F16C (where the host has
+/// it) and by integer code, for tests that must pass every way.
+pub const MODES: [CodegenOptions; 4] = [
+    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: true },
+    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: true },
+    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: false },
+    CodegenOptions {
+        checked: false,
+        emit_text: false,
+        stream_bytes: u64::MAX,
+        fused_subs: true,
+        f16c: false,
+    },
 ];
 
 /// A pointer argument slot and its bounds.

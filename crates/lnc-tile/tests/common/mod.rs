@@ -55,7 +55,15 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
     let f = bir(src, kernel, sig);
     tile_opts(
         &f,
-        TileOptions { lanes: 4, bounds: false, unroll: 1, rows: false, stream: false, prefetch: false },
+        TileOptions {
+            lanes: 4,
+            bounds: false,
+            unroll: 1,
+            rows: false,
+            stream: false,
+            prefetch: false,
+            native_f16_loads: false,
+        },
     )
     .unwrap_or_else(|e| panic!("tiling failed: {e}"))
 }
@@ -92,10 +100,26 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
     let mut expected = bufs.to_vec();
     lnc_bir::interp::run_grid(f, grid, args, &mut expected)
         .unwrap_or_else(|e| panic!("bir interpreter: {e}"));
-    let plans = |l| [(l, true, 4, true), (l, false, 4, true), (l, true, 1, false)];
-    for (l, bounds, unroll, rows) in lanes.iter().flat_map(|&l| plans(l)) {
-        let lf = tile_opts(f, TileOptions { lanes: l, bounds, unroll, rows, stream: rows, prefetch: rows })
-            .unwrap_or_else(|e| panic!("tiling failed: {e}"));
+    // (lanes, bounds, unroll, rows, native fp16 loads)
+    let plans = |l| {
+        [
+            (l, true, 4, true, false),
+            (l, true, 4, true, true),
+            (l, false, 4, true, false),
+            (l, true, 1, false, false),
+        ]
+    };
+    for (l, bounds, unroll, rows, native) in lanes.iter().flat_map(|&l| plans(l)) {
+        let opts = TileOptions {
+            lanes: l,
+            bounds,
+            unroll,
+            rows,
+            stream: rows,
+            prefetch: rows,
+            native_f16_loads: native,
+        };
+        let lf = tile_opts(f, opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)
             .unwrap_or_else(|e| panic!("lir interpreter: {e:?}\n{}", lnc_lir::print_function(&lf)));
@@ -107,7 +131,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
                     || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
                 assert!(
                     ok,
-                    "lanes={l} bounds={bounds} unroll={unroll} rows={rows}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
+                    "lanes={l} bounds={bounds} unroll={unroll} rows={rows} native_f16_loads={native}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
                     lnc_lir::print_function(&lf)
                 );
             }
