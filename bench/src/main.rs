@@ -67,7 +67,7 @@ struct Opts {
     /// (`CompileOptions::prefetch = false`), to measure what the prefetches gain.
     #[arg(long)]
     no_prefetch: bool,
-    /// Compile lnc's kernels widening fp16 tiles with integer code instead of F16C
+    /// Compile lnc's kernels converting fp16 tiles with integer code instead of F16C
     /// (`CompileOptions::f16c = false`), to measure what F16C gains.
     #[arg(long)]
     no_f16c: bool,
@@ -777,9 +777,9 @@ fn run(opts: Opts) -> Result<()> {
         println!("compiled without prefetches of the next program's rows (--no-prefetch)");
     }
     if opts.no_f16c {
-        println!("compiled widening fp16 tiles with integer code, not F16C (--no-f16c)");
-    } else if lnc::widens_f16_natively() {
-        println!("fp16 tiles widen with F16C (vcvtph2ps), rewritten after Cranelift");
+        println!("compiled converting fp16 tiles with integer code, not F16C (--no-f16c)");
+    } else if lnc::converts_f16_natively() {
+        println!("fp16 tiles convert with F16C (vcvtph2ps, vcvtps2ph), rewritten after Cranelift");
     }
     let flush = (!opts.hot).then(|| Mutex::new(lnc_runtime::CacheFlush::new()));
     println!(

@@ -304,12 +304,12 @@ fn same_flows<T: Half + PartialEq + std::fmt::Debug>(modules: &[lnc::Module; 2])
     }
 }
 
-/// Whole-row conversions (`row_load`/`row_store`, the default) and conversions tile by
-/// tile in JIT code give the same bits ([`same_flows`]).
+/// Whole-row conversions (`row_load`/`row_store`, the default without F16C) and
+/// conversions tile by tile in JIT code give the same bits ([`same_flows`]).
 fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
-    let with_rows = lnc::Jit::with_options(lnc::CompileOptions { verify: true, ..Default::default() });
-    let tiles =
-        lnc::Jit::with_options(lnc::CompileOptions { verify: true, half_rows: false, ..Default::default() });
+    let opts = lnc::CompileOptions { verify: true, f16c: false, ..Default::default() };
+    let with_rows = lnc::Jit::with_options(opts.clone());
+    let tiles = lnc::Jit::with_options(lnc::CompileOptions { half_rows: false, ..opts });
     let modules = [&with_rows, &tiles]
         .map(|jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses"));
     // The default plan converts rows: fp16 loads and stores, bf16 stores.
@@ -330,7 +330,12 @@ fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
 /// the bits of cached stores ([`same_flows`]).
 fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
     let module = |threshold| {
-        let opts = lnc::CompileOptions { verify: true, stream_threshold: threshold, ..Default::default() };
+        let opts = lnc::CompileOptions {
+            verify: true,
+            stream_threshold: threshold,
+            f16c: false,
+            ..Default::default()
+        };
         lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
     };
     let modules = [module(0), module(u64::MAX)];
@@ -358,4 +363,30 @@ fn fp16_row_conversions_equal_tile_conversions() {
 #[test]
 fn bf16_row_conversions_equal_tile_conversions() {
     rows_equal_tiles::<bf16>();
+}
+
+/// fp16 tiles converted by F16C (the default where the host has it: fp16 loads and short
+/// rows' stores in the loops, long streamed rows through the row helper) give the bits of
+/// the integer conversions and row helpers without it ([`same_flows`]), at row lengths on
+/// both sides of the tile stores' limit.
+#[test]
+fn fp16_f16c_conversions_equal_integer_conversions() {
+    let module = |f16c| {
+        let opts = lnc::CompileOptions { verify: true, f16c, stream_threshold: 0, ..Default::default() };
+        lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+    };
+    let modules = [module(true), module(false)];
+    if lnc::converts_f16_natively() {
+        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+        let lir = |block| {
+            let sig = fwd_sig("fp16", block);
+            modules[0].dump("_layer_norm_fwd_fused", &sig, &req).expect("compiles").remove(0).text
+        };
+        let (short, long) = (lir(1024), lir(8192));
+        // x in the loops; w and b, the same in every program, still converted once a launch.
+        assert!(!short.contains("row_load ") && !short.contains("row_store"), "{short}");
+        assert!(short.contains("row_load.once"), "{short}");
+        assert!(!long.contains("row_load ") && long.contains("row_store"), "{long}");
+    }
+    same_flows::<f16>(&modules);
 }

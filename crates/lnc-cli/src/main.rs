@@ -109,7 +109,7 @@ struct CodeArgs {
     /// Compile without prefetching the next program's rows (`CompileOptions::prefetch`).
     #[arg(long)]
     no_prefetch: bool,
-    /// Widen fp16 tiles with integer code instead of the CPU's F16C instruction
+    /// Convert fp16 tiles with integer code instead of the CPU's F16C instructions
     /// (`CompileOptions::f16c`).
     #[arg(long)]
     no_f16c: bool,

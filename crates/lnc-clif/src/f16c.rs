@@ -13,17 +13,25 @@
 //! | Cranelift emits | becomes |
 //! |---|---|
 //! | `vpmovzxwd xmm, m64` (`VEX.128.66.0F38.WIG 33 /r`) | `vcvtph2ps xmm, m64` (`VEX.128.66.0F38.W0 13 /r`) |
+//! | `vpextrq m64, xmm, ib` (`VEX.128.66.0F3A.W1 16 /r ib`) | `vcvtps2ph m64, xmm, 0` (`VEX.128.66.0F3A.W0 1D /r ib`) |
 //!
-//! Only the opcode byte and the VEX `W` bit change; the register, the addressing (ModRM,
-//! SIB, displacement) and the VEX `R`, `X`, `B` bits stay. Both write all 128 bits of
-//! the register, and Cranelift only ever sees the value as a 128-bit vector, so it moves
-//! and spills it whole. An instruction found at a mark that is not this encoding is an
-//! error of the compilation, never left in the code.
+//! The second narrows: a tile stored to `fp16` is emitted as a store of the low 64 bits of
+//! its `f32x4` (a store of `extractlane.i64`, with the mark [`NARROW_MARK`]), which
+//! becomes a conversion of its four lanes to `fp16` stored there, rounding to nearest even
+//! (immediate 0) whatever the MXCSR says.
 //!
-//! The conversion is exact for every pattern: subnormals become normal `f32`, infinities
-//! stay, NaNs keep their sign and payload and are quieted, as `half.rs`'s conversion does
-//! (the runtime's row helpers use the same instruction; the tests compare all 65 536
-//! patterns). It does not read the MXCSR's rounding or denormal bits.
+//! Only the opcode byte, the VEX `W` bit and the immediate change; the register, the
+//! addressing (ModRM, SIB, displacement) and the VEX `R`, `X`, `B` bits stay. The widening
+//! writes all 128 bits of the register, and Cranelift only ever sees the value as a
+//! 128-bit vector, so it moves and spills it whole. An instruction found at a mark that is
+//! not the expected encoding is an error of the compilation, never left in the code.
+//!
+//! The conversions are those of the `half` crate for every pattern: widening is exact
+//! (subnormals become normal `f32`, infinities stay, NaNs keep their sign and payload and
+//! are quieted); narrowing rounds to nearest even, overflows to infinity, keeps
+//! subnormals, and quiets NaNs keeping their sign and high payload bits, as `half.rs`'s
+//! integer code does (the runtime's row helpers use the same instructions; the tests
+//! compare every `fp16` pattern and a million `f32` ones).
 
 use cranelift_codegen::MachTrap;
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, TrapCode, Value, types};
@@ -33,6 +41,9 @@ use crate::base::FunctionCx;
 
 /// The trap code marking a `uload16x4` to rewrite into `vcvtph2ps`.
 pub(crate) const MARK: u8 = 0x51;
+
+/// The trap code marking a store of `extractlane.i64` to rewrite into `vcvtps2ph`.
+pub(crate) const NARROW_MARK: u8 = 0x52;
 
 /// Whether kernels compiled for `isa` on this host widen `fp16` tiles with F16C: the
 /// host has F16C, and the ISA has AVX, so that Cranelift emits the VEX form rewritten here.
@@ -59,25 +70,75 @@ pub(crate) fn widen_4(fx: &mut FunctionCx, addr: Value, offset: i32) -> Value {
     fx.bcx.ins().bitcast(types::F32X4, crate::value::bitcast_flags(), v)
 }
 
-/// Rewrites the marked loads of `code` (trap records `traps`) in place into `vcvtph2ps`;
-/// returns how many.
-pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
-    let mark = TrapCode::user(MARK);
-    let mut n = 0;
-    for t in traps.iter().filter(|t| Some(t.code) == mark) {
+/// Stores the four lanes of the `f32x4` `v` rounded to `fp16` at `addr + offset`.
+pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
+    let flags = MemFlagsData::new()
+        .with_endianness(cranelift_codegen::ir::Endianness::Little)
+        .with_trap_code(TrapCode::user(NARROW_MARK));
+    let q = fx.bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), v);
+    let low = fx.bcx.ins().extractlane(q, 0);
+    fx.bcx.ins().store(flags, low, addr, offset);
+}
+
+/// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into
+/// `vcvtph2ps` and `vcvtps2ph`; returns how many of each.
+pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<(u32, u32), CodegenError> {
+    let (widen, narrow) = (TrapCode::user(MARK), TrapCode::user(NARROW_MARK));
+    let (mut widened, mut narrowed) = (0, 0);
+    for t in traps {
         let at = t.offset as usize;
-        if !vpmovzxwd_at(code, at) {
+        let found = if Some(t.code) == widen {
+            vpmovzxwd_at(code, at).then(|| {
+                code[at + 2] &= 0x7f;
+                code[at + 3] = 0x13;
+                widened += 1;
+            })
+        } else if Some(t.code) == narrow {
+            vpextrq_imm_at(code, at).map(|imm| {
+                code[at + 2] &= 0x7f;
+                code[at + 3] = 0x1d;
+                code[imm] = 0;
+                narrowed += 1;
+            })
+        } else {
+            continue;
+        };
+        if found.is_none() {
             let bytes = &code[at.min(code.len())..(at + 8).min(code.len())];
             return Err(CodegenError::Cranelift(format!(
-                "an fp16 widening load was emitted as {bytes:02x?}, not as the vpmovzxwd it is \
-                 rewritten from"
+                "an fp16 conversion was emitted as {bytes:02x?}, not as the vpmovzxwd or vpextrq \
+                 it is rewritten from"
             )));
         }
-        code[at + 2] &= 0x7f;
-        code[at + 3] = 0x13;
-        n += 1;
     }
-    Ok(n)
+    Ok((widened, narrowed))
+}
+
+/// The index of the immediate of a `vpextrq m64, xmm, ib` in its 3-byte VEX form starting
+/// at `at`, if that is what is there: `C4`, `RXB` and map `0F3A`, then `W = 1`,
+/// `vvvv = 1111`, `L = 0`, `pp = 66`, opcode `16`, a ModRM with a memory operand (and its
+/// SIB byte and displacement), then the immediate.
+fn vpextrq_imm_at(code: &[u8], at: usize) -> Option<usize> {
+    let b = code.get(at..at + 5)?;
+    if !(b[0] == 0xc4 && b[1] & 0x1f == 0x03 && b[2] == 0xf9 && b[3] == 0x16) {
+        return None;
+    }
+    let modrm = b[4];
+    let (md, rm) = (modrm >> 6, modrm & 7);
+    let sib = rm == 4;
+    let disp = match md {
+        0 if rm == 5 => 4,
+        0 if sib => {
+            let base = *code.get(at + 5)? & 7;
+            if base == 5 { 4 } else { 0 }
+        }
+        0 => 0,
+        1 => 1,
+        2 => 4,
+        _ => return None,
+    };
+    let imm = at + 5 + usize::from(sib) + disp;
+    (imm < code.len()).then_some(imm)
 }
 
 /// Whether a `vpmovzxwd xmm, m64` in its 3-byte VEX form starts at `at`: `C4`, then
@@ -111,7 +172,7 @@ mod tests {
         ];
         for (from, to) in cases {
             let mut code = from.to_vec();
-            assert_eq!(patch(&mut code, &[trap()]).unwrap(), 1);
+            assert_eq!(patch(&mut code, &[trap()]).unwrap(), (1, 0));
             assert_eq!(code, to, "{from:02x?}");
         }
     }
@@ -129,6 +190,55 @@ mod tests {
         for bytes in cases {
             let mut code = bytes.to_vec();
             assert!(patch(&mut code, &[trap()]).is_err(), "{bytes:02x?}");
+            assert_eq!(code, bytes);
+        }
+    }
+
+    fn narrow_trap() -> MachTrap {
+        MachTrap { offset: 0, code: TrapCode::user(NARROW_MARK).unwrap() }
+    }
+
+    #[test]
+    fn rewrites_vpextrq_to_vcvtps2ph() {
+        let cases: [(&[u8], &[u8]); 4] = [
+            // vpextrq $0, %xmm0, (%rdi)
+            (&[0xc4, 0xe3, 0xf9, 0x16, 0x07, 0x00], &[0xc4, 0xe3, 0x79, 0x1d, 0x07, 0x00]),
+            // vpextrq $1, %xmm12, 0x10(%r8,%r9,2)
+            (
+                &[0xc4, 0x03, 0xf9, 0x16, 0x64, 0x48, 0x10, 0x01],
+                &[0xc4, 0x03, 0x79, 0x1d, 0x64, 0x48, 0x10, 0x00],
+            ),
+            // vpextrq $0, %xmm1, 0x1000(%rsp): SIB and disp32
+            (
+                &[0xc4, 0xe3, 0xf9, 0x16, 0x8c, 0x24, 0x00, 0x10, 0x00, 0x00, 0x00],
+                &[0xc4, 0xe3, 0x79, 0x1d, 0x8c, 0x24, 0x00, 0x10, 0x00, 0x00, 0x00],
+            ),
+            // vpextrq $1, %xmm2, 0x40(,%rax,1): SIB base 101 under mod 00 is a disp32 and
+            // no base register.
+            (
+                &[0xc4, 0xe3, 0xf9, 0x16, 0x14, 0x05, 0x40, 0x00, 0x00, 0x00, 0x01],
+                &[0xc4, 0xe3, 0x79, 0x1d, 0x14, 0x05, 0x40, 0x00, 0x00, 0x00, 0x00],
+            ),
+        ];
+        for (from, to) in cases {
+            let mut code = from.to_vec();
+            assert_eq!(patch(&mut code, &[narrow_trap()]).unwrap(), (0, 1));
+            assert_eq!(code, to, "{from:02x?}");
+        }
+    }
+
+    #[test]
+    fn refuses_other_stores() {
+        let cases: [&[u8]; 5] = [
+            &[0xc4, 0xe3, 0xf9, 0x16, 0xc7, 0x00], // vpextrq $0, %xmm0, %rdi: a register operand
+            &[0xc4, 0xe3, 0x79, 0x16, 0x07, 0x00], // vpextrd (W0)
+            &[0x66, 0x48, 0x0f, 0x3a, 0x16, 0x07, 0x00], // pextrq: no VEX
+            &[0xc4, 0xe3, 0xf9, 0x16, 0x47],       // truncated before the immediate
+            &[0xc5, 0xf8, 0x11, 0x07],             // vmovups
+        ];
+        for bytes in cases {
+            let mut code = bytes.to_vec();
+            assert!(patch(&mut code, &[narrow_trap()]).is_err(), "{bytes:02x?}");
             assert_eq!(code, bytes);
         }
     }

@@ -64,9 +64,9 @@ pub struct CodegenOptions {
     /// as multiply-adds by 1 (the same bits), which run on the multiply units, when the
     /// host has AVX and FMA (`ports.rs`). Default: on.
     pub fused_subs: bool,
-    /// Widen `fp16` tiles with the CPU's F16C instruction, one per four lanes, when the
-    /// host has it and AVX (module `f16c`), instead of integer bit manipulation. The same
-    /// bits either way. Default: on.
+    /// Convert `fp16` tiles with the CPU's F16C instructions, one per four lanes each way,
+    /// when the host has F16C and AVX (module `f16c`), instead of integer bit manipulation.
+    /// The same bits either way. Default: on.
     pub f16c: bool,
 }
 
@@ -175,9 +175,9 @@ impl Drop for CompiledKernel {
     }
 }
 
-/// Whether kernels compiled on this host widen `fp16` tiles with F16C when
+/// Whether kernels compiled on this host convert `fp16` tiles with F16C when
 /// [`CodegenOptions::f16c`] is on (the host has F16C and AVX).
-pub fn widens_f16_natively() -> bool {
+pub fn converts_f16_natively() -> bool {
     host_isa().is_ok_and(|isa| f16c::available(&*isa))
 }
 
@@ -260,7 +260,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut code = compiled.code_buffer().to_vec();
     let patched = stream::patch(&mut code, compiled.buffer.traps());
     let prefetches = prefetch::patch(&mut code, compiled.buffer.traps())?;
-    let widened = f16c::patch(&mut code, compiled.buffer.traps())?;
+    let (widened, narrowed) = f16c::patch(&mut code, compiled.buffer.traps())?;
     let alignment = u64::from(compiled.buffer.alignment);
     let relocs: Vec<_> = compiled
         .buffer
@@ -295,6 +295,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     "; {widened} vpmovzxwd load(s) marked {} above are rewritten after Cranelift to \
                      vcvtph2ps (fp16 to fp32) of the same address\n",
                     cranelift_codegen::ir::TrapCode::user(f16c::MARK)
+                        .map_or(String::new(), |c| c.to_string())
+                ));
+            }
+            if narrowed > 0 {
+                asm.push_str(&format!(
+                    "; {narrowed} vpextrq store(s) marked {} above are rewritten after Cranelift to \
+                     vcvtps2ph (fp32 to fp16, nearest even) to the same address\n",
+                    cranelift_codegen::ir::TrapCode::user(f16c::NARROW_MARK)
                         .map_or(String::new(), |c| c.to_string())
                 ));
             }

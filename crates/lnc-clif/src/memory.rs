@@ -499,6 +499,7 @@ pub(crate) fn codegen_store(
         })?;
         return Ok(());
     }
+    let val = half::f16c_store_source(fx, d, val);
     let t = fx.tile(val, lanes)?;
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;

@@ -855,14 +855,14 @@ fn atomics_on_half_elements() {
     }
 }
 
-/// The steady state of a half tile conversion is vector code: 64-bit loads widened to
-/// `i32x4`, integer bit manipulation, narrowing stores — no calls.
+/// The steady state of a half tile conversion without F16C is vector code: 64-bit loads
+/// widened to `i32x4`, integer bit manipulation, narrowing stores — no calls.
 #[test]
 fn conversions_are_vectorized() {
     for d in [DType::F16, DType::BF16] {
         let to32 = elementwise(d, 1, 8, |b, v| b.cast(v[0], DType::F32));
         let from32 = elementwise(DType::F32, 1, 8, |b, v| b.cast(v[0], d));
-        let opts = CodegenOptions { checked: false, emit_text: true, ..Default::default() };
+        let opts = CodegenOptions { checked: false, emit_text: true, f16c: false, ..Default::default() };
         for (f, want) in [(&to32, "uload16x4"), (&from32, "unarrow")] {
             let k = compile_ok(f, &opts);
             let clif = &k.text().unwrap().opt_clif;
@@ -873,22 +873,25 @@ fn conversions_are_vectorized() {
     }
 }
 
-/// Where the host has F16C and AVX, an `fp16` tile widens in one instruction: a marked
-/// `uload16x4` that Cranelift emits as `vpmovzxwd`, rewritten to `vcvtph2ps` after it;
-/// with `f16c` off, or elsewhere, in integer code. (The bits are compared in every mode by
-/// the tests above.)
+/// Where the host has F16C and AVX, an `fp16` tile converts in one instruction: widening,
+/// a marked `uload16x4` that Cranelift emits as `vpmovzxwd`, rewritten to `vcvtph2ps`
+/// after it; narrowing, a marked store of the low 64 bits (`vpextrq`), rewritten to
+/// `vcvtps2ph` of the cast's `fp32` operand, whose integer rounding is then dead code. With
+/// `f16c` off, or elsewhere, in integer code. (The bits are compared in every mode by the
+/// tests above.)
 #[test]
-fn fp16_tiles_widen_with_f16c_where_the_host_has_it() {
-    let f = elementwise(DType::F16, 1, 8, |b, v| b.cast(v[0], DType::F32));
+fn fp16_tiles_convert_with_f16c_where_the_host_has_it() {
+    let to32 = elementwise(DType::F16, 1, 8, |b, v| b.cast(v[0], DType::F32));
+    let from32 = elementwise(DType::F32, 1, 8, |b, v| b.cast(v[0], DType::F16));
     for f16c in [true, false] {
         let opts = CodegenOptions { checked: false, emit_text: true, f16c, ..Default::default() };
-        let k = compile_ok(&f, &opts);
-        let asm = &k.text().unwrap().asm;
-        let native = f16c && lnc_clif::widens_f16_natively();
-        assert_eq!(asm.contains("rewritten after Cranelift to vcvtph2ps"), native, "f16c {f16c}:\n{asm}");
-        if native {
-            assert!(asm.contains("vpmovzxwd"), "{asm}");
-        }
+        let native = f16c && lnc_clif::converts_f16_natively();
+        let text = compile_ok(&to32, &opts).text().unwrap().clone();
+        assert_eq!(text.asm.contains("rewritten after Cranelift to vcvtph2ps"), native, "{}", text.asm);
+        let text = compile_ok(&from32, &opts).text().unwrap().clone();
+        assert_eq!(text.asm.contains("rewritten after Cranelift to vcvtps2ph"), native, "{}", text.asm);
+        // No integer rounding, whose results pair up into one 16-byte store.
+        assert_eq!(text.opt_clif.contains("unarrow"), !native, "{}", text.opt_clif);
     }
     // bf16 widens by a shift in any case.
     let f = elementwise(DType::BF16, 1, 8, |b, v| b.cast(v[0], DType::F32));

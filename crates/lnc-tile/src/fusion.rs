@@ -540,7 +540,7 @@ impl<'a> Lowerer<'a> {
             && self.is_block(v)
             && match ty.elem.dtype() {
                 bir::DType::BF16 => false,
-                bir::DType::F16 => self.opts.native_f16_loads,
+                bir::DType::F16 => self.opts.native_f16,
                 _ => true,
             }
             && ty.shape.numel() * u64::from(ty.elem.dtype().size()) <= RELOAD_MAX_BYTES

@@ -81,11 +81,12 @@ pub struct TileOptions {
     /// While a program passes over a row a second time, prefetch the same row of the
     /// worker's next program (module `prefetch`).
     pub prefetch: bool,
-    /// `fp16` tiles widen in one instruction per tile (the host's F16C, see lnc-clif), as
-    /// cheap as an `fp32` load: a later loop reads an `fp16` row again from memory instead
-    /// of a scratch copy, and the `rows` pass converts `fp16` loads whole only where it
-    /// does `bf16` loads.
-    pub native_f16_loads: bool,
+    /// `fp16` tiles convert in one instruction per tile each way (the host's F16C, see
+    /// lnc-clif's `f16c`), as cheap as `fp32` loads and stores: a later loop reads an `fp16`
+    /// row again from memory instead of a scratch copy, and the `rows` pass converts `fp16`
+    /// loads whole only where it does `bf16` loads, and `fp16` stores only where the row
+    /// store streams a long row (module `rows`).
+    pub native_f16: bool,
 }
 
 impl Default for TileOptions {
@@ -97,7 +98,7 @@ impl Default for TileOptions {
             rows: true,
             stream: true,
             prefetch: true,
-            native_f16_loads: false,
+            native_f16: false,
         }
     }
 }
@@ -145,7 +146,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16_loads);
+        rows::run(&mut lir, opts.native_f16, opts.stream);
     }
     if opts.bounds {
         bounds::run(&mut lir);

@@ -54,23 +54,59 @@ use crate::rewrite::{
     Parent, def, defined_inside, for_loops, insert_before, int_of, konst, parents, region_mut,
 };
 
+/// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one instruction
+/// and the row store would stream. Measured on the seed forward in fp16 (2 threads,
+/// caches flushed, medians of 40 launches, three alternating runs; tiles against the row
+/// helper, whose non-temporal stores save reading the output's lines first):
+/// - 1 KB rows (32 MiB of output): 3.15-3.63 against 3.36-3.87 ms;
+/// - 2 KB rows (32 MiB): 2.90-2.95 against 3.08-3.69 ms;
+/// - 4 KB rows (16 MiB): 1.66-1.72 against 1.57-1.83 ms;
+/// - 8 KB rows (32 MiB): 3.31-4.29 against 3.13-4.15 ms;
+/// - 16 KB rows (64 MiB): 7.55-7.98 against 6.76-8.34 ms;
+/// - 32 KB rows (128 MiB): 15.7-18.4 against 14.0-14.4 ms.
+///
+/// A store that would not stream converts tile by tile whatever its length: 8 KB rows in
+/// the cache took 1.30 against 1.45 µs (one thread).
+const MAX_F16_TILE_STORE_ROW: i64 = 4 << 10;
+
+/// The arguments some instruction of the kernel writes, and those some instruction reads.
+#[derive(Default)]
+struct Args {
+    written: std::collections::HashSet<u32>,
+    read: std::collections::HashSet<u32>,
+}
+
+/// `fp16` tiles convert in one instruction each way; `stream`: row stores may stream.
+#[derive(Clone, Copy)]
+struct NativeF16 {
+    stream: bool,
+}
+
 /// Rewrites the half accesses of every qualifying loop.
-/// `native_f16`: `fp16` tiles widen in one instruction ([`crate::TileOptions::native_f16_loads`]),
-/// so `fp16` loads convert whole only where `bf16` loads do.
-pub(crate) fn run(f: &mut Function, native_f16: bool) {
+/// `native_f16`: `fp16` tiles convert in one instruction each way
+/// ([`crate::TileOptions::native_f16`]); `stream`: row stores into arguments the kernel
+/// never reads will stream (module `stream`).
+pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool) {
     let loops = for_loops(f);
-    let mut written = std::collections::HashSet::new();
-    f.walk(|i| {
-        if let Opcode::Store { site, .. } | Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } =
-            f.insts[i].opcode
-        {
-            written.insert(f.sites[site as usize].arg);
+    let mut args = Args::default();
+    f.walk(|i| match f.insts[i].opcode {
+        Opcode::Store { site, .. } => {
+            args.written.insert(f.sites[site as usize].arg);
         }
+        Opcode::Load { site, .. } => {
+            args.read.insert(f.sites[site as usize].arg);
+        }
+        Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } => {
+            args.written.insert(f.sites[site as usize].arg);
+            args.read.insert(f.sites[site as usize].arg);
+        }
+        _ => {}
     });
+    let native = native_f16.then_some(NativeF16 { stream });
     let parent = parents(f);
     let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l], &written, native_f16, &mut flags);
+        rewrite_loop(f, l, parent[&l], &args, native, &mut flags);
     }
     if flags > 0 {
         // The flags take the scratch area's first bytes, which the runtime zeroes.
@@ -118,10 +154,11 @@ fn rewrite_loop(
     f: &mut Function,
     l: Inst,
     parent: Parent,
-    written: &std::collections::HashSet<u32>,
-    native_f16: bool,
+    args: &Args,
+    native: Option<NativeF16>,
     flags: &mut u8,
 ) {
+    let written = &args.written;
     let d = &f.insts[l];
     if int_of(f, d.args[0]) != Some(0) {
         return;
@@ -235,8 +272,8 @@ fn rewrite_loop(
                         && (!has_mask || (guard == Some(None) && bound_same))
                 };
                 let like_bf16 = ty == Ty::Tile(DType::BF16, step as u8)
-                    || (native_f16 && ty == Ty::Tile(DType::F16, step as u8));
-                let ok = ((!native_f16 && ty == Ty::Tile(DType::F16, step as u8))
+                    || (native.is_some() && ty == Ty::Tile(DType::F16, step as u8));
+                let ok = ((native.is_none() && ty == Ty::Tile(DType::F16, step as u8))
                     || (like_bf16 && (kept_in(f, l, dj.results[0]).is_some() || bf16_once())))
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg].1 == 0;
@@ -247,8 +284,13 @@ fn rewrite_loop(
             Opcode::Store { addr: Addressing::Contiguous, has_mask, site, stream: false } => {
                 let ty = f.ty(dj.args[2]);
                 let arg = f.sites[site as usize].arg;
+                let tile_f16 = ty.dtype() == DType::F16
+                    && native.is_some_and(|n| {
+                        !(n.stream && !args.read.contains(&arg) && extent * 2 > MAX_F16_TILE_STORE_ROW)
+                    });
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
+                    && !tile_f16
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && per_arg[&arg] == (0, 1);
                 let guard = if has_mask { mask_of(dj.args[3]) } else { Some(None) };

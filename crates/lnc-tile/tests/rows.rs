@@ -226,21 +226,33 @@ fn two_d_blocks_convert_each_row() {
     }
 }
 
-/// Where the host widens fp16 tiles in one instruction (F16C, `native_f16_loads`), an fp16
-/// load is treated as a bf16 one: it stays a tile load, and the store still converts the
-/// row; a row used by later loops is read again from its argument by each (as an fp32 row
-/// is) instead of being kept in scratch.
+/// Where the host converts fp16 tiles in one instruction each way (F16C, `native_f16`),
+/// an fp16 load is treated as a bf16 one: it stays a tile load, and a row used by later
+/// loops is read again from its argument by each (as an fp32 row is) instead of being kept
+/// in scratch. An fp16 store stays a tile store too, unless its row is longer than 4 KB and
+/// the row store would stream (into an argument the kernel never reads).
 #[test]
-fn native_fp16_loads_stay_tiles() {
-    let opts = TileOptions { native_f16_loads: true, ..Default::default() };
-    let lir = |src, sig| {
+fn native_fp16_rows_stay_tiles() {
+    let native = TileOptions { native_f16: true, ..Default::default() };
+    let lir = |src, sig, opts| {
         let l = tile_opts(&bir(src, "k", sig), opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         lnc_lir::print_function(&l)
     };
-    let text = lir(SCALE_PID, "*fp16,*fp16,i32,32");
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,32", native);
     insta::assert_snapshot!(text);
-    assert!(!text.contains("row_load") && text.contains("row_store"), "{text}");
-    let text = lir(NORM_PID, "*fp16,*fp32,i32,64");
-    insta::assert_snapshot!("native_fp16_loads_stay_tiles_norm", text);
+    assert!(!text.contains("row_load") && !text.contains("row_store"), "{text}");
+    let text = lir(NORM_PID, "*fp16,*fp32,i32,64", native);
+    insta::assert_snapshot!("native_fp16_rows_stay_tiles_norm", text);
     assert!(!text.contains("row_load") && !text.contains("scratch"), "{text}");
+    // 8 KB rows: the row store streams them.
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,4096", native);
+    assert!(!text.contains("row_load") && text.contains("row_store"), "{text}");
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,2048", native);
+    assert!(!text.contains("row_store"), "{text}");
+    // Not when nothing streams, or when the kernel reads the row it stores.
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,4096", TileOptions { stream: false, ..native });
+    assert!(!text.contains("row_store"), "{text}");
+    let in_place = SCALE_PID.replace("tl.store(Y + i", "tl.store(X + i");
+    let text = lir(&in_place, "*fp16,*fp16,i32,4096", native);
+    assert!(!text.contains("row_store"), "{text}");
 }

@@ -42,11 +42,11 @@ pub struct CompileOptions {
     /// worker's next program (lnc-tile's `prefetch` pass). The results are the same
     /// either way. Default: on.
     pub prefetch: bool,
-    /// Widen `fp16` tiles in the JIT code with the CPU's F16C instruction (one per four
-    /// lanes) when the host has it and AVX, which Cranelift does not emit itself; the
-    /// tiler then keeps `fp16` loads in the loops instead of converting whole rows through
-    /// scratch, as it does for `bf16`. The results are the same bits either way. Default:
-    /// on.
+    /// Convert `fp16` tiles in the JIT code with the CPU's F16C instructions (one per four
+    /// lanes each way) when the host has F16C and AVX, which Cranelift does not emit
+    /// itself; the tiler then keeps `fp16` loads and stores in the loops instead of
+    /// converting whole rows through scratch (but for rows over 4 KB whose store streams).
+    /// The results are the same bits either way. Default: on.
     pub f16c: bool,
 }
 
@@ -187,7 +187,7 @@ pub(crate) fn compile(
         rows: opts.half_rows,
         stream: opts.stream_threshold != u64::MAX,
         prefetch: opts.prefetch,
-        native_f16_loads: opts.f16c && lnc_clif::widens_f16_natively(),
+        native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
         ..Default::default()
     };
     let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;

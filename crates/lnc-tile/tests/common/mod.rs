@@ -62,7 +62,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             rows: false,
             stream: false,
             prefetch: false,
-            native_f16_loads: false,
+            native_f16: false,
         },
     )
     .unwrap_or_else(|e| panic!("tiling failed: {e}"))
@@ -110,15 +110,8 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
         ]
     };
     for (l, bounds, unroll, rows, native) in lanes.iter().flat_map(|&l| plans(l)) {
-        let opts = TileOptions {
-            lanes: l,
-            bounds,
-            unroll,
-            rows,
-            stream: rows,
-            prefetch: rows,
-            native_f16_loads: native,
-        };
+        let opts =
+            TileOptions { lanes: l, bounds, unroll, rows, stream: rows, prefetch: rows, native_f16: native };
         let lf = tile_opts(f, opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)
@@ -131,7 +124,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
                     || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0);
                 assert!(
                     ok,
-                    "lanes={l} bounds={bounds} unroll={unroll} rows={rows} native_f16_loads={native}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
+                    "lanes={l} bounds={bounds} unroll={unroll} rows={rows} native_f16={native}: buffer {k} element {j}: bir {x}, lir {y}\n{}",
                     lnc_lir::print_function(&lf)
                 );
             }
