@@ -11,10 +11,12 @@
 //! buffers hold half blocks as `f32` (see `lnc_lir::Scratch::elem_bytes`).
 //!
 //! The conversions are integer bit manipulation on `i32` lanes, the same instruction
-//! sequence for a scalar and for an `i32x4`, so tiles convert four lanes at a time
-//! (x86-64 has F16C, but Cranelift does not expose it). Whole rows convert faster in a
-//! runtime helper that uses F16C (`row_load`/`row_store`, placed by the tiler's `rows`
-//! pass; [`codegen_row`]) and give the same bits. They are bit-exact with the
+//! sequence for a scalar and for an `i32x4`, so tiles convert four lanes at a time.
+//! x86-64 has F16C, which Cranelift does not expose: where the host has it, `fp16` tiles
+//! convert with it instead, one instruction per four lanes each way, rewritten into the
+//! code after Cranelift (`f16c.rs`). Whole rows convert in a runtime helper that uses
+//! AVX-512 or F16C (`row_load`/`row_store`, placed by the tiler's `rows` pass;
+//! [`codegen_row`]). All give the same bits. They are bit-exact with the
 //! `half` crate: round to nearest even, denormals kept, overflow to infinity, NaN kept
 //! with its sign and high payload bits and quieted.
 //!

@@ -529,9 +529,11 @@ impl<'a> Lowerer<'a> {
     /// True for a small contiguous load of an argument nothing in the kernel writes: its
     /// memory cannot change during the launch (arguments do not overlap, and no program
     /// writes it), so a later loop reads it again instead of a scratch copy, saving the
-    /// copy's stores. Not for `fp16`/`bf16`: scratch holds them converted to `f32`, and
-    /// reading the row again would convert it again in every loop (measured on the seed
-    /// forward, 4096 × 1024, in scratch instead: fp16 4.65 → 4.17 ms, bf16 1.84 → 1.74 ms).
+    /// copy's stores. Not for `bf16`, nor for `fp16` unless its tiles convert in one
+    /// instruction (`TileOptions::native_f16`, as cheap as an `fp32` load): scratch holds
+    /// them converted to `f32`, and reading the row again would convert it again in every
+    /// loop (measured on the seed forward, 4096 × 1024, in scratch instead: fp16 4.65 →
+    /// 4.17 ms, bf16 1.84 → 1.74 ms, with integer conversions).
     fn reloadable(&self, v: bir::Value) -> bool {
         let bir::ValueDef::Result(i, _) = self.bf.values[v].def else { return false };
         let data = self.bf.inst(i);

@@ -15,7 +15,7 @@
 //!   written by one sink must not be read or written at other positions by another, and
 //!   instructions with memory effects keep their order ([`fusion`](crate::fusion)).
 //! - A block read by several loops is recomputed when it is pure arithmetic or a
-//!   contiguous load of at most 64 KB (not of a half dtype) from an argument the kernel never writes (arguments do
+//!   contiguous load of at most 64 KB (not of `bf16`, nor of `fp16` unless its tiles convert in one instruction, `TileOptions::native_f16`) from an argument the kernel never writes (arguments do
 //!   not overlap, so that memory is constant during the launch), and kept in a per-program scratch buffer
 //!   when it holds another load (so later stores cannot change it), an atomic's result or
 //!   a reduction of a block. Blocks carried through `for`/`while`/`if` live in scratch

@@ -10,18 +10,24 @@
 //! row_store q[u..] <- s2[0..nb]
 //! ```
 //!
-//! Cranelift has no half-precision conversions (x86-64's F16C is not exposed), so a tile
-//! converts with integer bit manipulation: about a dozen instructions per four lanes to
-//! widen `fp16`, two dozen to round `fp32` to it. The row conversions are runtime helpers
-//! that use F16C where the CPU has it, eight lanes per instruction, and read or write
-//! exactly the enabled elements. The values are the same: scratch holds a half block as
-//! the `fp32` value it is computed in, widened with quieted NaNs as the tile conversion
-//! does, and `row_store` rounds to nearest even, as a cast to the dtype does; a store of
-//! `cast(y)` stores `y` into `fp32` scratch, so the rounding happens once, in the helper.
+//! Cranelift has no half-precision conversions, so without F16C a tile converts with
+//! integer bit manipulation: about a dozen instructions per four lanes to widen `fp16`,
+//! two dozen to round `fp32` to it. The row conversions are runtime helpers that use
+//! AVX-512 or F16C where the CPU has them, sixteen or eight lanes per instruction, and read
+//! or write exactly the enabled elements. The values are the same: scratch holds a half
+//! block as the `fp32` value it is computed in, widened with quieted NaNs as the tile
+//! conversion does, and `row_store` rounds to nearest even, as a cast to the dtype does; a
+//! store of `cast(y)` stores `y` into `fp32` scratch, so the rounding happens once, in the
+//! helper.
 //!
 //! Which accesses: `fp16` loads and `fp16`/`bf16` stores; `bf16` loads only when the row is
 //! the same in every program (below) or kept in scratch for later loops, since widening
-//! `bf16` for arithmetic alone is two instructions per tile.
+//! `bf16` for arithmetic alone is two instructions per tile. Where code generation
+//! converts `fp16` tiles with F16C, one instruction per four lanes each way
+//! ([`crate::TileOptions::native_f16`]), `fp16` loads are treated as `bf16` ones, and an
+//! `fp16` store converts whole only when its row is longer than
+//! [`MAX_F16_TILE_STORE_ROW`] (2 KB) and the row store will stream (the helper's non-temporal
+//! stores then save reading the output's lines).
 //!
 //! Only what keeps the program's meaning moves:
 //! - the loop is innermost, from 0 to a constant extent, with no atomics, asserts or
@@ -60,14 +66,15 @@ use crate::rewrite::{
 /// helper, whose non-temporal stores save reading the output's lines first):
 /// - 1 KB rows (32 MiB of output): 3.15-3.63 against 3.36-3.87 ms;
 /// - 2 KB rows (32 MiB): 2.90-2.95 against 3.08-3.69 ms;
-/// - 4 KB rows (16 MiB): 1.66-1.72 against 1.57-1.83 ms;
+/// - 4 KB rows (16 MiB): 1.66-1.72 against 1.57-1.83 ms, and in two runs of lnc-bench
+///   18.7-18.9 against 20.0-21.0 GB/s (with the helper: 19.3-22.2 against 20.0-20.8);
 /// - 8 KB rows (32 MiB): 3.31-4.29 against 3.13-4.15 ms;
 /// - 16 KB rows (64 MiB): 7.55-7.98 against 6.76-8.34 ms;
 /// - 32 KB rows (128 MiB): 15.7-18.4 against 14.0-14.4 ms.
 ///
 /// A store that would not stream converts tile by tile whatever its length: 8 KB rows in
 /// the cache took 1.30 against 1.45 µs (one thread).
-const MAX_F16_TILE_STORE_ROW: i64 = 4 << 10;
+const MAX_F16_TILE_STORE_ROW: i64 = 2 << 10;
 
 /// The arguments some instruction of the kernel writes, and those some instruction reads.
 #[derive(Default)]

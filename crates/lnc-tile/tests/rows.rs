@@ -229,7 +229,7 @@ fn two_d_blocks_convert_each_row() {
 /// Where the host converts fp16 tiles in one instruction each way (F16C, `native_f16`),
 /// an fp16 load is treated as a bf16 one: it stays a tile load, and a row used by later
 /// loops is read again from its argument by each (as an fp32 row is) instead of being kept
-/// in scratch. An fp16 store stays a tile store too, unless its row is longer than 4 KB and
+/// in scratch. An fp16 store stays a tile store too, unless its row is longer than 2 KB and
 /// the row store would stream (into an argument the kernel never reads).
 #[test]
 fn native_fp16_rows_stay_tiles() {
@@ -244,10 +244,10 @@ fn native_fp16_rows_stay_tiles() {
     let text = lir(NORM_PID, "*fp16,*fp32,i32,64", native);
     insta::assert_snapshot!("native_fp16_rows_stay_tiles_norm", text);
     assert!(!text.contains("row_load") && !text.contains("scratch"), "{text}");
-    // 8 KB rows: the row store streams them.
-    let text = lir(SCALE_PID, "*fp16,*fp16,i32,4096", native);
-    assert!(!text.contains("row_load") && text.contains("row_store"), "{text}");
+    // 4 KB rows: the row store streams them; 2 KB rows stay tiles.
     let text = lir(SCALE_PID, "*fp16,*fp16,i32,2048", native);
+    assert!(!text.contains("row_load") && text.contains("row_store"), "{text}");
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,1024", native);
     assert!(!text.contains("row_store"), "{text}");
     // Not when nothing streams, or when the kernel reads the row it stores.
     let text = lir(SCALE_PID, "*fp16,*fp16,i32,4096", TileOptions { stream: false, ..native });

@@ -45,7 +45,7 @@ pub struct CompileOptions {
     /// Convert `fp16` tiles in the JIT code with the CPU's F16C instructions (one per four
     /// lanes each way) when the host has F16C and AVX, which Cranelift does not emit
     /// itself; the tiler then keeps `fp16` loads and stores in the loops instead of
-    /// converting whole rows through scratch (but for rows over 4 KB whose store streams).
+    /// converting whole rows through scratch (but for rows over 2 KB whose store streams).
     /// The results are the same bits either way. Default: on.
     pub f16c: bool,
 }
