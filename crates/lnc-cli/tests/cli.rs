@@ -436,3 +436,23 @@ fn compile_shows_the_prefetches_and_no_prefetch_removes_them() {
     let asm = lnc(&[&args[..], &["--emit", "asm"]].concat());
     assert!(stdout(&asm).contains("rewritten after Cranelift to prefetcht1"), "{}", stdout(&asm));
 }
+
+/// Where the host has F16C, the seed forward in fp16 converts its tiles with it (the
+/// machine code says how many instructions were rewritten) and reads x in the loops, not
+/// through a row conversion; `--no-f16c` compiles the integer conversions and row helpers.
+#[test]
+fn compile_converts_fp16_with_f16c_and_no_f16c_does_not() {
+    let sig = "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024";
+    let args = ["compile", SEED, "--kernel", "_layer_norm_fwd_fused", "--signature", sig, "--emit", "lir"];
+    let native = lnc::converts_f16_natively();
+    for (extra, f16c) in [(&[][..], native), (&["--no-f16c"][..], false)] {
+        let o = lnc(&[&args[..], extra].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let lir = stdout(&o);
+        assert_eq!(lir.contains("row_load "), !f16c, "{extra:?}:\n{lir}");
+        let o = lnc(&[&args[..], &["--emit", "asm"], extra].concat());
+        let asm = stdout(&o);
+        assert_eq!(asm.contains("rewritten after Cranelift to vcvtph2ps"), f16c, "{extra:?}:\n{asm}");
+        assert_eq!(asm.contains("rewritten after Cranelift to vcvtps2ph"), f16c, "{extra:?}:\n{asm}");
+    }
+}
