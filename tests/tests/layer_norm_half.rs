@@ -312,7 +312,7 @@ fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
     let tiles = lnc::Jit::with_options(lnc::CompileOptions { half_rows: false, ..opts });
     let modules = [&with_rows, &tiles]
         .map(|jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses"));
-    // The default plan converts rows: fp16 loads and stores, bf16 stores.
+    // Without F16C the plan converts rows: fp16 loads and stores, bf16 stores.
     let lir = |m: &lnc::Module, k: &str, sig: &str| {
         let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
         m.dump(k, sig, &req).unwrap_or_else(|e| panic!("{e}")).remove(0).text

@@ -1,8 +1,10 @@
-//! `fp16` tiles widened by the CPU's F16C instruction, which Cranelift does not have.
+//! `fp16` tiles converted by the CPU's F16C instructions, which Cranelift does not have.
 //!
-//! Without it a tile of four `fp16` lanes widens to `f32` in about a dozen integer and
-//! float instructions (`half.rs`). With it, one: `vcvtph2ps xmm, m64` loads the four
-//! halves and converts them, exactly, as the runtime's row helpers do.
+//! Without them a tile of four `fp16` lanes widens to `f32` in about a dozen integer and
+//! float instructions, and rounds back in about two dozen (`half.rs`). With them, one
+//! each way: `vcvtph2ps xmm, m64` loads the four halves and converts them exactly, and
+//! `vcvtps2ph m64, xmm, 0` rounds four `f32` lanes and stores them, as the runtime's row
+//! helpers do.
 //!
 //! Code generation emits the load as Cranelift's `uload16x4` (four `u16` lanes
 //! zero-extended to `i32x4`), whose memory flags carry a trap code of our own, [`MARK`],
@@ -26,6 +28,16 @@
 //! 128-bit vector, so it moves and spills it whole. An instruction found at a mark that is
 //! not the expected encoding is an error of the compilation, never left in the code.
 //!
+//! That check sees only what is at a mark. Two more facts keep the rewrite sound, both
+//! true of the pinned Cranelift (0.135.8; re-check them on an upgrade):
+//! - Cranelift's optimizer has no rules that rewrite, merge or drop `uload16x4`, `bitcast`
+//!   or `extractlane`, and loads and stores with a trap code are never removed or folded
+//!   into other instructions; alias analysis keys loads by opcode and type, so a marked
+//!   `uload16x4` never takes the value of another load;
+//! - lnc never loads `fp16` memory as a plain 64-bit integer: such a load after a marked
+//!   store of the same address would be given the stored `extractlane` value (the `f32`
+//!   bits) instead of the `fp16` halves the rewritten store wrote.
+//!
 //! The conversions are those of the `half` crate for every pattern: widening is exact
 //! (subnormals become normal `f32`, infinities stay, NaNs keep their sign and payload and
 //! are quieted); narrowing rounds to nearest even, overflows to infinity, keeps
@@ -45,8 +57,8 @@ pub(crate) const MARK: u8 = 0x51;
 /// The trap code marking a store of `extractlane.i64` to rewrite into `vcvtps2ph`.
 pub(crate) const NARROW_MARK: u8 = 0x52;
 
-/// Whether kernels compiled for `isa` on this host widen `fp16` tiles with F16C: the
-/// host has F16C, and the ISA has AVX, so that Cranelift emits the VEX form rewritten here.
+/// Whether kernels compiled for `isa` on this host convert `fp16` tiles with F16C: the
+/// host has F16C, and the ISA has AVX, so that Cranelift emits the VEX forms rewritten here.
 pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -220,7 +232,24 @@ mod tests {
                 &[0xc4, 0xe3, 0x79, 0x1d, 0x14, 0x05, 0x40, 0x00, 0x00, 0x00, 0x00],
             ),
         ];
-        for (from, to) in cases {
+        // The other address forms: disp8 and disp32 without SIB, RIP-relative, and the
+        // r13 base Cranelift emits (mod 01 with SIB base 101, a disp8 of 0).
+        let more: [(&[u8], &[u8]); 4] = [
+            (&[0xc4, 0xe3, 0xf9, 0x16, 0x47, 0x10, 0x01], &[0xc4, 0xe3, 0x79, 0x1d, 0x47, 0x10, 0x00]),
+            (
+                &[0xc4, 0xe3, 0xf9, 0x16, 0x87, 0x00, 0x10, 0x00, 0x00, 0x01],
+                &[0xc4, 0xe3, 0x79, 0x1d, 0x87, 0x00, 0x10, 0x00, 0x00, 0x00],
+            ),
+            (
+                &[0xc4, 0xe3, 0xf9, 0x16, 0x05, 0x10, 0x00, 0x00, 0x00, 0x01],
+                &[0xc4, 0xe3, 0x79, 0x1d, 0x05, 0x10, 0x00, 0x00, 0x00, 0x00],
+            ),
+            (
+                &[0xc4, 0xc3, 0xf9, 0x16, 0x4c, 0x45, 0x00, 0x01],
+                &[0xc4, 0xc3, 0x79, 0x1d, 0x4c, 0x45, 0x00, 0x00],
+            ),
+        ];
+        for (from, to) in cases.into_iter().chain(more) {
             let mut code = from.to_vec();
             assert_eq!(patch(&mut code, &[narrow_trap()]).unwrap(), (0, 1));
             assert_eq!(code, to, "{from:02x?}");

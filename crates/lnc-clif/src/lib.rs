@@ -292,16 +292,16 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
             }
             if widened > 0 {
                 asm.push_str(&format!(
-                    "; {widened} vpmovzxwd load(s) marked {} above are rewritten after Cranelift to \
-                     vcvtph2ps (fp16 to fp32) of the same address\n",
+                    "; {widened} of the vpmovzxwd loads above (those of fp16 tiles, trap code {}) are rewritten \
+                     after Cranelift to vcvtph2ps (fp16 to fp32) of the same address\n",
                     cranelift_codegen::ir::TrapCode::user(f16c::MARK)
                         .map_or(String::new(), |c| c.to_string())
                 ));
             }
             if narrowed > 0 {
                 asm.push_str(&format!(
-                    "; {narrowed} vpextrq store(s) marked {} above are rewritten after Cranelift to \
-                     vcvtps2ph (fp32 to fp16, nearest even) to the same address\n",
+                    "; {narrowed} of the vpextrq stores above (those of fp16 tiles, trap code {}) are rewritten \
+                     after Cranelift to vcvtps2ph (fp32 to fp16, nearest even) to the same address\n",
                     cranelift_codegen::ir::TrapCode::user(f16c::NARROW_MARK)
                         .map_or(String::new(), |c| c.to_string())
                 ));

@@ -20,8 +20,8 @@
 use cranelift_codegen::MachTrap;
 use cranelift_codegen::ir::{Endianness, MemFlagsData, TrapCode};
 
-/// The trap code marking a store to rewrite (user codes mark only these and prefetches,
-/// module `prefetch`: data
+/// The trap code marking a store to rewrite (user codes mark only these, prefetches,
+/// module `prefetch`, and F16C conversions, module `f16c`: data
 /// accesses are `notrap`, and bounds checks branch instead of trapping).
 pub(crate) const MARK: u8 = 0x4e;
 

@@ -28,8 +28,8 @@
 //!   does; the elements are unrolled, so a print of a block is limited in size.
 //!
 //! Masks stay data (lane masks on accesses) in that plan. Loop-IR passes follow: the
-//! `fp16`/`bf16` rows a loop reads or writes are converted whole, in one runtime call
-//! ([`rows`](crate::rows)); masks `offs < N` become a loop bound plus a tail
+//! `fp16`/`bf16` rows a loop reads or writes are converted whole, in one runtime call,
+//! where that is cheaper than converting tiles ([`rows`](crate::rows)); masks `offs < N` become a loop bound plus a tail
 //! ([`bounds`](crate::bounds)); reduction loops get several accumulators
 //! ([`accum`](crate::accum)); and the full-line stores of a loop into an argument the
 //! kernel never reads may bypass the caches ([`stream`](crate::stream)); and a second

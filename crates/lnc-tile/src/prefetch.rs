@@ -63,7 +63,7 @@ pub(crate) const MIN_ROW_BYTES: i64 = 4 << 10;
 /// one burst at the start of the program, which then computes from scratch: the hardware
 /// prefetchers, which follow demand reads, have no time to run ahead into the next row,
 /// as they do while a loop's first pass walks an `fp32` row. Measured on the seed forward
-/// at 4096 rows, 2 threads, caches flushed, five alternating runs of 60 launches (time
+/// (its x read by a `row_load`, as without F16C) at 4096 rows, 2 threads, caches flushed, five alternating runs of 60 launches (time
 /// with prefetches over time without): fp16 N = 1024 (2 KB rows) 0.88-1.00, median 0.95;
 /// bf16 N = 1024 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %.
 pub(crate) const MIN_HALF_ROW_BYTES: i64 = 2 << 10;

@@ -25,9 +25,12 @@
 //! `bf16` for arithmetic alone is two instructions per tile. Where code generation
 //! converts `fp16` tiles with F16C, one instruction per four lanes each way
 //! ([`crate::TileOptions::native_f16`]), `fp16` loads are treated as `bf16` ones, and an
-//! `fp16` store converts whole only when its row is longer than
-//! [`MAX_F16_TILE_STORE_ROW`] (2 KB) and the row store will stream (the helper's non-temporal
-//! stores then save reading the output's lines).
+//! `fp16` store converts whole only when its row (the loop's extent, the block, not the
+//! run-time length) is longer than [`MAX_F16_TILE_STORE_ROW`] (2 KB) and the row store may
+//! stream: the option is on and the kernel never reads the argument (module `stream`). The
+//! helper's non-temporal stores then save reading the output's lines. Whether it streams
+//! is decided at run time (the launch's size, the row's alignment): a launch that does
+//! not goes through the helper with cached stores, slower than tiles on rows in the cache.
 //!
 //! Only what keeps the program's meaning moves:
 //! - the loop is innermost, from 0 to a constant extent, with no atomics, asserts or

@@ -25,7 +25,9 @@ pub struct CompileOptions {
     /// Convert the `fp16`/`bf16` rows a loop reads or writes in one runtime call each,
     /// with AVX-512, F16C or AVX2 where the CPU has them (`row_load`/`row_store` in the loop IR),
     /// instead of tile by tile in the JIT code, which Cranelift gives no such
-    /// instructions. The results are the same bits either way.
+    /// instructions; with [`CompileOptions::f16c`] on a host with F16C, only where a tile
+    /// conversion costs more than the row (lnc-tile's `rows`). The results are the same
+    /// bits either way.
     pub half_rows: bool,
     /// Bytes a launch must store through a loop (its elements per program times the
     /// programs) for the loop's full-line stores into an argument the kernel never reads
@@ -45,7 +47,8 @@ pub struct CompileOptions {
     /// Convert `fp16` tiles in the JIT code with the CPU's F16C instructions (one per four
     /// lanes each way) when the host has F16C and AVX, which Cranelift does not emit
     /// itself; the tiler then keeps `fp16` loads and stores in the loops instead of
-    /// converting whole rows through scratch (but for rows over 2 KB whose store streams).
+    /// converting whole rows through scratch (but for stores of blocks over 2 KB that may
+    /// stream).
     /// The results are the same bits either way. Default: on.
     pub f16c: bool,
 }
