@@ -46,10 +46,11 @@
 //! compare every `fp16` pattern and a million `f32` ones).
 
 use cranelift_codegen::MachTrap;
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, TrapCode, Value, types};
+use cranelift_codegen::ir::{InstBuilder, Value, types};
 
 use crate::CodegenError;
 use crate::base::FunctionCx;
+use crate::marks;
 
 /// The trap code marking a `uload16x4` to rewrite into `vcvtph2ps`.
 pub(crate) const MARK: u8 = 0x51;
@@ -62,9 +63,7 @@ pub(crate) const NARROW_MARK: u8 = 0x52;
 pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let flags = isa.isa_flags();
-        let avx = flags.iter().any(|v| v.name == "has_avx" && v.as_bool() == Some(true));
-        avx && std::arch::is_x86_feature_detected!("f16c")
+        crate::marks::isa_has(isa, "has_avx") && std::arch::is_x86_feature_detected!("f16c")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -75,53 +74,37 @@ pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
 
 /// Loads the four `fp16` elements at `addr + offset` as an `f32x4`.
 pub(crate) fn widen_4(fx: &mut FunctionCx, addr: Value, offset: i32) -> Value {
-    let flags = MemFlagsData::new()
-        .with_endianness(cranelift_codegen::ir::Endianness::Little)
-        .with_trap_code(TrapCode::user(MARK));
-    let v = fx.bcx.ins().uload16x4(flags, addr, offset);
+    let v = fx.bcx.ins().uload16x4(marks::flags(MARK), addr, offset);
     fx.bcx.ins().bitcast(types::F32X4, crate::value::bitcast_flags(), v)
 }
 
 /// Stores the four lanes of the `f32x4` `v` rounded to `fp16` at `addr + offset`.
 pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
-    let flags = MemFlagsData::new()
-        .with_endianness(cranelift_codegen::ir::Endianness::Little)
-        .with_trap_code(TrapCode::user(NARROW_MARK));
     let q = fx.bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), v);
     let low = fx.bcx.ins().extractlane(q, 0);
-    fx.bcx.ins().store(flags, low, addr, offset);
+    fx.bcx.ins().store(marks::flags(NARROW_MARK), low, addr, offset);
 }
 
 /// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into
 /// `vcvtph2ps` and `vcvtps2ph`; returns how many of each.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<(u32, u32), CodegenError> {
-    let (widen, narrow) = (TrapCode::user(MARK), TrapCode::user(NARROW_MARK));
-    let (mut widened, mut narrowed) = (0, 0);
-    for t in traps {
-        let at = t.offset as usize;
-        let found = if Some(t.code) == widen {
-            vpmovzxwd_at(code, at).then(|| {
-                code[at + 2] &= 0x7f;
-                code[at + 3] = 0x13;
-                widened += 1;
-            })
-        } else if Some(t.code) == narrow {
-            vpextrq_imm_at(code, at).map(|imm| {
-                code[at + 2] &= 0x7f;
-                code[at + 3] = 0x1d;
-                code[imm] = 0;
-                narrowed += 1;
-            })
-        } else {
-            continue;
-        };
-        if found.is_none() {
-            let bytes = &code[at.min(code.len())..(at + 8).min(code.len())];
-            return Err(CodegenError::Cranelift(format!(
-                "an fp16 conversion was emitted as {bytes:02x?}, not as the vpmovzxwd or vpextrq \
-                 it is rewritten from"
-            )));
+    let mut widened = 0;
+    for at in marks::offsets(traps, MARK) {
+        if !vpmovzxwd_at(code, at) {
+            return Err(marks::unexpected(code, at, "an fp16 widening load", "vpmovzxwd"));
         }
+        code[at + 2] &= 0x7f;
+        code[at + 3] = 0x13;
+        widened += 1;
+    }
+    let mut narrowed = 0;
+    for at in marks::offsets(traps, NARROW_MARK) {
+        let imm = vpextrq_imm_at(code, at)
+            .ok_or_else(|| marks::unexpected(code, at, "an fp16 narrowing store", "vpextrq"))?;
+        code[at + 2] &= 0x7f;
+        code[at + 3] = 0x1d;
+        code[imm] = 0;
+        narrowed += 1;
     }
     Ok((widened, narrowed))
 }
@@ -164,9 +147,16 @@ fn vpmovzxwd_at(code: &[u8], at: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::marks::{assert_refuses, assert_rewrites};
 
-    fn trap() -> MachTrap {
-        MachTrap { offset: 0, code: TrapCode::user(MARK).unwrap() }
+    /// The widening rewrite alone: how many loads it rewrote.
+    fn widen(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
+        patch(code, traps).map(|(widened, _)| widened)
+    }
+
+    /// The narrowing rewrite alone: how many stores it rewrote.
+    fn narrow(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
+        patch(code, traps).map(|(_, narrowed)| narrowed)
     }
 
     #[test]
@@ -182,11 +172,7 @@ mod tests {
                 &[0xc4, 0xe2, 0x79, 0x13, 0x84, 0x24, 0x00, 0x10, 0x00, 0x00],
             ),
         ];
-        for (from, to) in cases {
-            let mut code = from.to_vec();
-            assert_eq!(patch(&mut code, &[trap()]).unwrap(), (1, 0));
-            assert_eq!(code, to, "{from:02x?}");
-        }
+        assert_rewrites(MARK, &cases, widen);
     }
 
     #[test]
@@ -199,15 +185,7 @@ mod tests {
             &[0xc4, 0xe1, 0x79, 0x33, 0x07], // map 0F
             &[0xc4, 0xe2, 0x79],             // truncated
         ];
-        for bytes in cases {
-            let mut code = bytes.to_vec();
-            assert!(patch(&mut code, &[trap()]).is_err(), "{bytes:02x?}");
-            assert_eq!(code, bytes);
-        }
-    }
-
-    fn narrow_trap() -> MachTrap {
-        MachTrap { offset: 0, code: TrapCode::user(NARROW_MARK).unwrap() }
+        assert_refuses(MARK, &cases, widen);
     }
 
     #[test]
@@ -249,11 +227,8 @@ mod tests {
                 &[0xc4, 0xc3, 0x79, 0x1d, 0x4c, 0x45, 0x00, 0x00],
             ),
         ];
-        for (from, to) in cases.into_iter().chain(more) {
-            let mut code = from.to_vec();
-            assert_eq!(patch(&mut code, &[narrow_trap()]).unwrap(), (0, 1));
-            assert_eq!(code, to, "{from:02x?}");
-        }
+        assert_rewrites(NARROW_MARK, &cases, narrow);
+        assert_rewrites(NARROW_MARK, &more, narrow);
     }
 
     #[test]
@@ -265,10 +240,6 @@ mod tests {
             &[0xc4, 0xe3, 0xf9, 0x16, 0x47],       // truncated before the immediate
             &[0xc5, 0xf8, 0x11, 0x07],             // vmovups
         ];
-        for bytes in cases {
-            let mut code = bytes.to_vec();
-            assert!(patch(&mut code, &[narrow_trap()]).is_err(), "{bytes:02x?}");
-            assert_eq!(code, bytes);
-        }
+        assert_refuses(NARROW_MARK, &cases, narrow);
     }
 }

@@ -31,6 +31,7 @@ mod half;
 mod helpers;
 mod hoist;
 mod induction;
+mod marks;
 mod memory;
 mod num;
 mod ports;
@@ -282,30 +283,24 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     patched.streamed, patched.skipped
                 ));
             }
-            if prefetches > 0 {
-                asm.push_str(&format!(
-                    "; {prefetches} byte load(s) marked {} above are rewritten after Cranelift to \
-                     prefetcht1 of the same address\n",
-                    cranelift_codegen::ir::TrapCode::user(prefetch::MARK)
-                        .map_or(String::new(), |c| c.to_string())
-                ));
-            }
-            if widened > 0 {
-                asm.push_str(&format!(
-                    "; {widened} of the vpmovzxwd loads above (those of fp16 tiles, trap code {}) are rewritten \
-                     after Cranelift to vcvtph2ps (fp16 to fp32) of the same address\n",
-                    cranelift_codegen::ir::TrapCode::user(f16c::MARK)
-                        .map_or(String::new(), |c| c.to_string())
-                ));
-            }
-            if narrowed > 0 {
-                asm.push_str(&format!(
-                    "; {narrowed} of the vpextrq stores above (those of fp16 tiles, trap code {}) are rewritten \
-                     after Cranelift to vcvtps2ph (fp32 to fp16, nearest even) to the same address\n",
-                    cranelift_codegen::ir::TrapCode::user(f16c::NARROW_MARK)
-                        .map_or(String::new(), |c| c.to_string())
-                ));
-            }
+            asm.push_str(&marks::note(
+                prefetches,
+                "byte loads",
+                prefetch::MARK,
+                "prefetcht1 of the same address",
+            ));
+            asm.push_str(&marks::note(
+                widened,
+                "vpmovzxwd loads of fp16 tiles",
+                f16c::MARK,
+                "vcvtph2ps (fp16 to fp32) of the same address",
+            ));
+            asm.push_str(&marks::note(
+                narrowed,
+                "vpextrq stores of fp16 tiles",
+                f16c::NARROW_MARK,
+                "vcvtps2ph (fp32 to fp16, nearest even) to the same address",
+            ));
             asm
         },
     });

@@ -81,7 +81,5 @@ pub(crate) fn fused_subs(f: &lir::Function) -> HashSet<lir::Inst> {
 /// Whether the host ISA that kernels are compiled for has AVX and FMA (what Cranelift
 /// needs to emit `vfmsub`).
 pub(crate) fn host_has_fma(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
-    let flags = isa.isa_flags();
-    let on = |name: &str| flags.iter().any(|v| v.name == name && v.as_bool() == Some(true));
-    on("has_avx") && on("has_fma")
+    crate::marks::isa_has(isa, "has_avx") && crate::marks::isa_has(isa, "has_fma")
 }

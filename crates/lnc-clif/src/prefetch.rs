@@ -24,7 +24,7 @@
 //! expected encoding is an error of the compilation, never left in the code.
 
 use cranelift_codegen::MachTrap;
-use cranelift_codegen::ir::{AliasRegionData, InstBuilder, MemFlagsData, TrapCode, types};
+use cranelift_codegen::ir::{AliasRegionData, InstBuilder, types};
 use lnc_lir as lir;
 
 use crate::CodegenError;
@@ -59,7 +59,7 @@ pub(crate) fn codegen_prefetch(
             .alias_regions
             .insert(AliasRegionData { user_id: u32::from(MARK), description: "prefetch".into() })
     });
-    let flags = MemFlagsData::new().with_trap_code(TrapCode::user(MARK)).with_alias_region(Some(region));
+    let flags = crate::marks::flags(MARK).with_alias_region(Some(region));
     fx.bcx.ins().load(types::I8, flags, addr, 0);
     Ok(())
 }
@@ -67,16 +67,10 @@ pub(crate) fn codegen_prefetch(
 /// Rewrites the marked loads of `code` (trap records `traps`) in place into prefetches;
 /// returns how many.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
-    let mark = TrapCode::user(MARK);
     let mut n = 0;
-    for t in traps.iter().filter(|t| Some(t.code) == mark) {
-        let at = t.offset as usize;
-        let (rex, op) = movzx_at(code, at).ok_or_else(|| {
-            let bytes = &code[at.min(code.len())..(at + 8).min(code.len())];
-            CodegenError::Cranelift(format!(
-                "a prefetch was emitted as {bytes:02x?}, not as the byte load it is rewritten from"
-            ))
-        })?;
+    for at in crate::marks::offsets(traps, MARK) {
+        let (rex, op) = movzx_at(code, at)
+            .ok_or_else(|| crate::marks::unexpected(code, at, "a prefetch", "byte load"))?;
         if let Some(r) = rex {
             code[r] &= !0x0c;
         }
@@ -114,12 +108,7 @@ mod tests {
                 &[0x0f, 0x18, 0x94, 0x24, 0x00, 0x10, 0x00, 0x00],
             ),
         ];
-        for (from, to) in cases {
-            let mut code = from.to_vec();
-            let trap = MachTrap { offset: 0, code: TrapCode::user(MARK).unwrap() };
-            assert_eq!(patch(&mut code, &[trap]).unwrap(), 1);
-            assert_eq!(code, to, "{from:02x?}");
-        }
+        crate::marks::assert_rewrites(MARK, &cases, patch);
     }
 
     #[test]
@@ -131,11 +120,6 @@ mod tests {
             &[0xc5, 0xf8, 0x10, 0x00], // vmovups
             &[0x0f],                   // truncated
         ];
-        for bytes in cases {
-            let mut code = bytes.to_vec();
-            let trap = MachTrap { offset: 0, code: TrapCode::user(MARK).unwrap() };
-            assert!(patch(&mut code, &[trap]).is_err(), "{bytes:02x?}");
-            assert_eq!(code, bytes);
-        }
+        crate::marks::assert_refuses(MARK, &cases, patch);
     }
 }

@@ -18,16 +18,14 @@
 //! (`lnc_runtime::launch`), and the tiler streams only into arguments no program reads.
 
 use cranelift_codegen::MachTrap;
-use cranelift_codegen::ir::{Endianness, MemFlagsData, TrapCode};
+use cranelift_codegen::ir::MemFlagsData;
 
-/// The trap code marking a store to rewrite (user codes mark only these, prefetches,
-/// module `prefetch`, and F16C conversions, module `f16c`: data
-/// accesses are `notrap`, and bounds checks branch instead of trapping).
+/// The trap code marking a store to rewrite (module `marks`).
 pub(crate) const MARK: u8 = 0x4e;
 
 /// Memory flags of a store to rewrite into a non-temporal store.
 pub(crate) fn marked_flags() -> MemFlagsData {
-    MemFlagsData::new().with_endianness(Endianness::Little).with_trap_code(TrapCode::user(MARK))
+    crate::marks::flags(MARK)
 }
 
 /// What [`patch`] did.
@@ -42,9 +40,8 @@ pub struct Patched {
 /// Rewrites the marked stores of `code` (trap records `traps`) in place.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Patched {
     let mut out = Patched::default();
-    let mark = TrapCode::user(MARK);
-    for t in traps.iter().filter(|t| Some(t.code) == mark) {
-        match opcode_at(code, t.offset as usize) {
+    for at in crate::marks::offsets(traps, MARK) {
+        match opcode_at(code, at) {
             Some(k) => {
                 code[k] = 0x2b;
                 out.streamed += 1;

@@ -87,6 +87,36 @@ pub(crate) fn region_mut(f: &mut Function, p: Parent) -> &mut Region {
     }
 }
 
+/// The arguments the kernel's instructions read and those they write (an atomic does
+/// both), by argument index.
+#[derive(Default)]
+pub(crate) struct ArgAccess {
+    pub(crate) read: HashSet<u32>,
+    pub(crate) written: HashSet<u32>,
+}
+
+impl ArgAccess {
+    pub(crate) fn of(f: &Function) -> ArgAccess {
+        let mut a = ArgAccess::default();
+        f.walk(|i| {
+            let (read, write, site) = match f.insts[i].opcode {
+                Opcode::Load { site, .. } | Opcode::RowLoad { site, .. } => (true, false, site),
+                Opcode::Store { site, .. } | Opcode::RowStore { site, .. } => (false, true, site),
+                Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } => (true, true, site),
+                _ => return,
+            };
+            let arg = f.sites[site as usize].arg;
+            if read {
+                a.read.insert(arg);
+            }
+            if write {
+                a.written.insert(arg);
+            }
+        });
+        a
+    }
+}
+
 /// Every `for` reachable from the body, parents first.
 pub(crate) fn for_loops(f: &Function) -> Vec<Inst> {
     let mut loops = Vec::new();

@@ -60,11 +60,11 @@ use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, SCRATCH_FLAG_BYT
 
 use crate::bounds::{candidate, enabled_count};
 use crate::rewrite::{
-    Parent, def, defined_inside, for_loops, insert_before, int_of, konst, parents, region_mut,
+    ArgAccess, Parent, def, defined_inside, for_loops, insert_before, int_of, konst, parents, region_mut,
 };
 
 /// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one instruction
-/// and the row store would stream. Measured on the seed forward in fp16 (2 threads,
+/// and the row store may stream. Measured on the seed forward in fp16 (2 threads,
 /// caches flushed, medians of 40 launches, three alternating runs; tiles against the row
 /// helper, whose non-temporal stores save reading the output's lines first):
 /// - 1 KB rows (32 MiB of output): 3.15-3.63 against 3.36-3.87 ms;
@@ -79,13 +79,6 @@ use crate::rewrite::{
 /// the cache took 1.30 against 1.45 µs (one thread).
 const MAX_F16_TILE_STORE_ROW: i64 = 2 << 10;
 
-/// The arguments some instruction of the kernel writes, and those some instruction reads.
-#[derive(Default)]
-struct Args {
-    written: std::collections::HashSet<u32>,
-    read: std::collections::HashSet<u32>,
-}
-
 /// `fp16` tiles convert in one instruction each way; `stream`: row stores may stream.
 #[derive(Clone, Copy)]
 struct NativeF16 {
@@ -98,20 +91,7 @@ struct NativeF16 {
 /// never reads will stream (module `stream`).
 pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool) {
     let loops = for_loops(f);
-    let mut args = Args::default();
-    f.walk(|i| match f.insts[i].opcode {
-        Opcode::Store { site, .. } => {
-            args.written.insert(f.sites[site as usize].arg);
-        }
-        Opcode::Load { site, .. } => {
-            args.read.insert(f.sites[site as usize].arg);
-        }
-        Opcode::Atomic { site, .. } | Opcode::AtomicCas { site, .. } => {
-            args.written.insert(f.sites[site as usize].arg);
-            args.read.insert(f.sites[site as usize].arg);
-        }
-        _ => {}
-    });
+    let args = ArgAccess::of(f);
     let native = native_f16.then_some(NativeF16 { stream });
     let parent = parents(f);
     let mut flags = 0u8;
@@ -164,7 +144,7 @@ fn rewrite_loop(
     f: &mut Function,
     l: Inst,
     parent: Parent,
-    args: &Args,
+    args: &ArgAccess,
     native: Option<NativeF16>,
     flags: &mut u8,
 ) {

@@ -51,16 +51,7 @@ const MIN_STEP_BYTES: i64 = 32;
 
 /// Marks the streaming stores of every qualifying loop.
 pub(crate) fn run(f: &mut Function) {
-    let mut read = HashSet::new();
-    f.walk(|i| match f.insts[i].opcode {
-        Opcode::Load { site, .. }
-        | Opcode::Atomic { site, .. }
-        | Opcode::AtomicCas { site, .. }
-        | Opcode::RowLoad { site, .. } => {
-            read.insert(f.sites[site as usize].arg);
-        }
-        _ => {}
-    });
+    let read = crate::rewrite::ArgAccess::of(f).read;
     let parent = parents(f);
     for l in for_loops(f) {
         mark_loop(f, l, parent[&l], &read);
