@@ -266,7 +266,11 @@ mod simd {
     }
     macro_rules! narrow_bf16s {
         ($m:ident, $nt:literal) => {
-            $m!(("avx512f", "avx512bw", "avx512vl") => narrow_bf16_avx512::<$nt>, ("avx2") => narrow_avx2::<$nt>)
+            $m!(
+                ("avx512f", "avx512bw", "avx512vl", "avx512bf16") => narrow_bf16_avx512bf16::<$nt>,
+                ("avx512f", "avx512bw", "avx512vl") => narrow_bf16_avx512::<$nt>,
+                ("avx2") => narrow_avx2::<$nt>
+            )
         };
     }
 
@@ -438,6 +442,22 @@ mod simd {
         n
     }
 
+    /// `f32_to_bf16` on sixteen lanes: the rounded bits in the low half of each lane.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[inline]
+    fn round_bf16_avx512(b: __m512i) -> __m512i {
+        let (abs, inf) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
+        let (one, bias, quiet) = (_mm512_set1_epi32(1), _mm512_set1_epi32(0x7FFF), _mm512_set1_epi32(0x40));
+        let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
+        let high = _mm512_srli_epi32::<16>(b);
+        let lsb = _mm512_and_si512(high, one);
+        let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(_mm512_add_epi32(b, bias), lsb));
+        // NaN lanes: the high half with the quiet bit. Every lane is below 2¹⁶, so the
+        // truncating narrow keeps it.
+        _mm512_mask_or_epi32(rounded, nan, high, quiet)
+    }
+
     /// `f32_to_bf16` on all of `src` (up to `dst`'s length), sixteen lanes at a time.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
@@ -445,28 +465,53 @@ mod simd {
         let n = src.len().min(dst.len());
         let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
         let nt = streams::<NT>(dst);
-        let (abs, inf) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
-        let (one, bias, quiet) = (_mm512_set1_epi32(1), _mm512_set1_epi32(0x7FFF), _mm512_set1_epi32(0x40));
-        let narrow = |b: __m512i| {
-            let nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, abs), inf);
-            let high = _mm512_srli_epi32::<16>(b);
-            let lsb = _mm512_and_si512(high, one);
-            let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(_mm512_add_epi32(b, bias), lsb));
-            // NaN lanes: the high half with the quiet bit. Every lane is below 2¹⁶, so
-            // the truncating narrow keeps it.
-            _mm512_mask_or_epi32(rounded, nan, high, quiet)
-        };
         by_sixteen(
             n,
             // SAFETY: lanes `k..k + 16` are inside both slices; aligned when `nt`.
             |k| unsafe {
                 let b = _mm512_loadu_si512(src.add(k).cast());
-                put_16(dst.add(k), _mm512_cvtepi32_epi16(narrow(b)), nt);
+                put_16(dst.add(k), _mm512_cvtepi32_epi16(round_bf16_avx512(b)), nt);
             },
             // SAFETY: the same, for the lanes `m` enables.
             |k, m| unsafe {
                 let b = _mm512_maskz_loadu_epi32(m, src.add(k).cast());
-                _mm512_mask_cvtepi32_storeu_epi16(dst.add(k).cast(), m, narrow(b));
+                _mm512_mask_cvtepi32_storeu_epi16(dst.add(k).cast(), m, round_bf16_avx512(b));
+            },
+        );
+        n
+    }
+
+    /// [`narrow_bf16_avx512`] with the CPU's own conversion (`vcvtneps2bf16`), one
+    /// instruction for the integer rounding's nine. It rounds to nearest even and quiets
+    /// NaNs as `f32_to_bf16` does, but flushes subnormal inputs to zero: a group holding
+    /// one is rounded with integers instead. Measured on the seed forward in bf16 (N =
+    /// 1024, one thread, rows in cache): the helper took 20 % of the time before.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    fn narrow_bf16_avx512bf16<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
+        let n = src.len().min(dst.len());
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        let nt = streams::<NT>(dst);
+        let (abs, exponent) = (_mm512_set1_epi32(0x7FFF_FFFF), _mm512_set1_epi32(0x7F80_0000));
+        let narrow = |b: __m512i| {
+            let subnormal = _mm512_test_epi32_mask(b, abs) & !_mm512_test_epi32_mask(b, exponent);
+            if subnormal == 0 {
+                // SAFETY: `__m256bh` and `__m256i` are both 32 bytes of plain lanes.
+                unsafe {
+                    std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(_mm512_castsi512_ps(b)))
+                }
+            } else {
+                _mm512_cvtepi32_epi16(round_bf16_avx512(b))
+            }
+        };
+        by_sixteen(
+            n,
+            // SAFETY: lanes `k..k + 16` are inside both slices; aligned when `nt`.
+            |k| unsafe { put_16(dst.add(k), narrow(_mm512_loadu_si512(src.add(k).cast())), nt) },
+            // SAFETY: the same, for the lanes `m` enables (the others load as zero).
+            |k, m| unsafe {
+                let b = _mm512_maskz_loadu_epi32(m, src.add(k).cast());
+                _mm256_mask_storeu_epi16(dst.add(k).cast(), m, narrow(b));
             },
         );
         n

@@ -43,7 +43,11 @@
 //!   absent: the enabled elements are then the first `nb`, exactly the helper's range;
 //! - a load moves before the loop only when the loop stores nothing into the same
 //!   argument; a store moves after it only when the loop accesses that argument nowhere
-//!   else (arguments do not overlap).
+//!   else (arguments do not overlap), or only by one load of the same tile before the
+//!   store (`p[i] += y`, the seed backward's partial rows): each iteration then reads a
+//!   tile no earlier one wrote. That load stays a tile. In bf16 this measured 0.022 against
+//!   0.016 ms on 16 rows of the seed's dx kernel in cache (N = 1024, one thread) and 6.4
+//!   against 5.1 ms on 4096 rows, caches flushed: the tile rounding took 65 % of the time.
 //!
 //! A row load whose pointer, offset and count are the same in every program (computed
 //! from arguments and constants), from an argument the kernel never writes, into a buffer
@@ -282,7 +286,8 @@ fn rewrite_loop(
                     && is_half(ty.dtype())
                     && !tile_f16
                     && invariant(f, dj.args[0], &inside, DEPTH)
-                    && per_arg[&arg] == (0, 1);
+                    && (per_arg[&arg] == (0, 1)
+                        || (per_arg[&arg] == (1, 1) && reads_first(f, body, j, step)));
                 let guard = if has_mask { mask_of(dj.args[3]) } else { Some(None) };
                 if let (true, Some(start), Some(guard)) = (ok, start_of(dj.args[1]), guard) {
                     stores.push(Moved { inst: j, start, masked: has_mask, guard });
@@ -397,6 +402,30 @@ fn rewrite_loop(
     let region = region_mut(f, parent);
     let pos = region.insts.iter().position(|&i| i == l).map_or(region.insts.len(), |p| p + 1);
     region.insts.splice(pos..pos, after);
+}
+
+/// Whether the one load of store `store`'s argument in `body` reads the tile the store
+/// writes (the same pointer and offset, a whole step) before it: a read-modify-write such
+/// as `p[i] += y`. Each iteration then reads only its own tile, which no earlier iteration
+/// wrote, so storing every tile after the loop changes nothing the loads see.
+fn reads_first(f: &Function, body: &lnc_lir::Region, store: Inst, step: i64) -> bool {
+    let sd = &f.insts[store];
+    let Opcode::Store { site, .. } = sd.opcode else { return false };
+    let arg = f.sites[site as usize].arg;
+    for &j in &body.insts {
+        if j == store {
+            return false;
+        }
+        let d = &f.insts[j];
+        if let Opcode::Load { addr: Addressing::Contiguous, site: s, .. } = d.opcode
+            && f.sites[s as usize].arg == arg
+        {
+            return d.args[0] == sd.args[0]
+                && d.args[1] == sd.args[1]
+                && f.ty(d.results[0]).lanes() as i64 == step;
+        }
+    }
+    false
 }
 
 /// How deep [`invariant`] looks through definitions (a row's offset is a few products and
