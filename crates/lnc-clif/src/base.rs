@@ -77,6 +77,15 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) prefetch_region: Option<cranelift_codegen::ir::AliasRegion>,
     /// `fp16` tiles widen with F16C (`f16c.rs`).
     pub(crate) f16c: bool,
+    /// Some `fp16` tile was rounded with F16C through the scratch area's last 16 bytes
+    /// ([`f16c_round_offset`]).
+    pub(crate) f16c_rounds: bool,
+}
+
+/// Where in the scratch area `fp16` tiles are rounded with F16C (module `f16c`): 16 bytes
+/// after the kernel's buffers.
+pub(crate) fn f16c_round_offset(f: &lir::Function) -> i64 {
+    i64::from(f.scratch_bytes().next_multiple_of(16))
 }
 
 /// The bounds of one pointer argument in the form checks use: an access of `bytes`
@@ -116,7 +125,7 @@ pub(crate) fn codegen_fn(
     func: &mut ir::Function,
     f: &lir::Function,
     opts: &CodegenOptions,
-) -> Result<(), CodegenError> {
+) -> Result<usize, CodegenError> {
     let mut func_ctx = FunctionBuilderContext::new();
     let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
     let entry = bcx.create_block();
@@ -166,6 +175,7 @@ pub(crate) fn codegen_fn(
         saved: HashMap::new(),
         prefetch_region: None,
         f16c: false,
+        f16c_rounds: false,
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
@@ -185,7 +195,8 @@ pub(crate) fn codegen_fn(
     fx.bcx.seal_all_blocks();
     let config = fx.module.target_config();
     fx.bcx.finalize(config);
-    Ok(())
+    // The scratch bytes a program needs.
+    Ok(if fx.f16c_rounds { f16c_round_offset(f) as usize + 16 } else { f.scratch_bytes() as usize })
 }
 
 /// Starts the loop over the call's programs: loads the first pid and jumps to `program`,
@@ -630,7 +641,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         }
         Opcode::Cast => {
             nargs(1)?;
-            num::codegen_cast(fx, data.args[0], result(1)?)?
+            num::codegen_cast(fx, data.args[0], result(1)?, data.results[0])?
         }
         Opcode::Bitcast => {
             nargs(1)?;

@@ -22,6 +22,13 @@
 //! becomes a conversion of its four lanes to `fp16` stored there, rounding to nearest even
 //! (immediate 0) whatever the MXCSR says.
 //!
+//! Arithmetic on `fp16` tiles (computed in `f32`, rounded to `fp16` after every operation)
+//! rounds the same way: the result is narrowed into 8 bytes of the program's scratch area
+//! and widened back ([`round_4`]), a store the load is forwarded from. Measured on an
+//! elementwise `x * 1.5 + x * x` in `fp16` (2²⁰ elements, one thread): 2.45 ms with
+//! integer rounding, 0.70 ms. A cast whose result only stores use keeps the integer code,
+//! which is then dead (the stores convert its operand), where a round trip would stay.
+//!
 //! Only the opcode byte, the VEX `W` bit and the immediate change; the register, the
 //! addressing (ModRM, SIB, displacement) and the VEX `R`, `X`, `B` bits stay. The widening
 //! writes all 128 bits of the register, and Cranelift only ever sees the value as a
@@ -83,6 +90,21 @@ pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) 
     let q = fx.bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), v);
     let low = fx.bcx.ins().extractlane(q, 0);
     fx.bcx.ins().store(marks::flags(NARROW_MARK), low, addr, offset);
+}
+
+/// The four lanes of the `f32x4` `v` rounded to `fp16`, as `f32`: stored rounded into the
+/// program's scratch area (after its buffers, [`crate::base::f16c_round_offset`]) and
+/// loaded back converted. F16C converts registers too, but only a memory access can carry
+/// the mark; and not one to a stack slot, whose accesses Cranelift emits without their
+/// trap codes. The store forwards to the load, a few cycles, against about two dozen
+/// instructions of integer rounding.
+pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
+    fx.f16c_rounds = true;
+    let area = fx.load_abi(types::I64, fx.abi[3], lnc_runtime::abi::ctx_offsets::SCRATCH);
+    let offset = crate::base::f16c_round_offset(fx.f);
+    let addr = fx.bcx.ins().iadd_imm_s(area, offset);
+    narrow_4(fx, v, addr, 0);
+    widen_4(fx, addr, 0)
 }
 
 /// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into

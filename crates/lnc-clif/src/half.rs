@@ -221,12 +221,10 @@ fn convert(bcx: &mut FunctionBuilder, d: DType, h: Value, quiet: bool) -> Value 
     as_float(bcx, r)
 }
 
-/// Whether every use of `v` is float arithmetic (`+ - * /`), directly or through casts to
-/// a float type (free for a half value, already held as `f32`): then a NaN loaded into `v`
-/// needs no quieting.
-pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
+/// The users of every loop-IR value (computed once).
+fn uses_of<'a>(fx: &'a mut FunctionCx) -> &'a HashMap<lir::Value, Vec<lir::Inst>> {
     let f = fx.f;
-    let uses = fx.uses.get_or_insert_with(|| {
+    fx.uses.get_or_insert_with(|| {
         let mut uses: HashMap<lir::Value, Vec<lir::Inst>> = HashMap::new();
         f.walk(|i| {
             for &a in &f.insts[i].args {
@@ -234,7 +232,15 @@ pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
             }
         });
         uses
-    });
+    })
+}
+
+/// Whether every use of `v` is float arithmetic (`+ - * /`), directly or through casts to
+/// a float type (free for a half value, already held as `f32`): then a NaN loaded into `v`
+/// needs no quieting.
+pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
+    let f = fx.f;
+    let uses = uses_of(fx);
     let mut todo = vec![v];
     let mut seen = 0;
     while let Some(v) = todo.pop() {
@@ -295,8 +301,18 @@ pub(crate) fn round_if_half(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Va
 /// converting the result back would give the same bits (NaNs included, being quiet
 /// already), so a cast or an operation followed by a store converts once.
 pub(crate) fn round_value(fx: &mut FunctionCx, d: DType, x: Value) -> Value {
+    round_value_via(fx, d, x, true)
+}
+
+/// [`round_value`]; `f16c`: an `fp16` tile may round with F16C where the host has it
+/// (false when nothing will read the result: the integer code is then removed as dead,
+/// the conversion through memory would not be).
+fn round_value_via(fx: &mut FunctionCx, d: DType, x: Value, f16c: bool) -> Value {
     if !is_half(d) {
         return x;
+    }
+    if f16c && d == DType::F16 && fx.f16c && fx.bcx.func.dfg.value_type(x) == types::F32X4 {
+        return crate::f16c::round_4(fx, x);
     }
     let bits = f32_to_bits(&mut fx.bcx, d, x);
     let r = bits_to_f32(&mut fx.bcx, d, bits);
@@ -544,18 +560,34 @@ fn cast_vectorizes(s: DType, d: DType) -> bool {
     (f(s) && f(d)) || (s == DType::I32 && d == DType::F16) || (is_half(s) && d == DType::I32)
 }
 
-/// Converts one 4-lane part (see [`cast_vectorizes`]).
-fn cast_part(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Value {
+/// Converts one 4-lane part (see [`cast_vectorizes`]); `f16c` as for [`round_value_via`].
+fn cast_part(fx: &mut FunctionCx, s: DType, d: DType, x: Value, f16c: bool) -> Value {
     match (s, d) {
         (DType::I32, _) => {
             // Exact below 2^24, and anything above rounds to infinity in fp16.
             let f = fx.bcx.ins().fcvt_from_sint(types::F32X4, x);
-            round_value(fx, d, f)
+            round_value_via(fx, d, f, f16c)
         }
         (_, DType::I32) => fx.bcx.ins().fcvt_to_sint_sat(types::I32X4, x),
         (_, DType::F32) => x,
-        _ => round_value(fx, d, x),
+        _ => round_value_via(fx, d, x, f16c),
     }
+}
+
+/// Whether every use of the cast result `r` is a store of it, which converts the cast's
+/// `f32` operand itself ([`f16c_store_source`]): the cast's own rounding is then unused.
+fn only_stored_from_source(fx: &mut FunctionCx, r: lir::Value) -> bool {
+    if f16c_store_source(fx, DType::F16, r) == r {
+        return false;
+    }
+    let f = fx.f;
+    let stored = |u: lir::Inst| {
+        let d = &f.insts[u];
+        matches!(d.opcode, Opcode::Store { .. })
+            && d.args.get(2) == Some(&r)
+            && d.args.iter().filter(|&&a| a == r).count() == 1
+    };
+    uses_of(fx).get(&r).is_some_and(|us| us.iter().all(|&u| stored(u)))
 }
 
 /// Converts one scalar from `s` to `d`, one of them a half dtype.
@@ -579,7 +611,12 @@ fn cast_scalar(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Valu
 }
 
 /// `cast` when the source or the result is a half dtype.
-pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_cast(
+    fx: &mut FunctionCx,
+    a: lir::Value,
+    ty: Ty,
+    r: lir::Value,
+) -> Result<CVal, CodegenError> {
     let s = fx.f.ty(a).dtype();
     let d = ty.dtype();
     let Ty::Tile(_, lanes) = ty else {
@@ -587,7 +624,14 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
         return Ok(CVal::Scalar(cast_scalar(fx, s, d, x)?));
     };
     if lanes >= PER && cast_vectorizes(s, d) {
-        return num::lanewise(fx, Ty::Tile(s, lanes), |_| PER, &[a], |fx, v| Ok(cast_part(fx, s, d, v[0])));
+        let f16c = !(d == DType::F16 && fx.f16c && only_stored_from_source(fx, r));
+        return num::lanewise(
+            fx,
+            Ty::Tile(s, lanes),
+            |_| PER,
+            &[a],
+            |fx, v| Ok(cast_part(fx, s, d, v[0], f16c)),
+        );
     }
     let t = fx.tile(a, lanes)?;
     let src = value::lanes(&mut fx.bcx, s, &t);

@@ -225,6 +225,7 @@ struct Translated {
     module: JITModule,
     id: cranelift_module::FuncId,
     ctx: cranelift_codegen::Context,
+    scratch_bytes: usize,
 }
 
 fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated, CodegenError> {
@@ -239,18 +240,18 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
+    let scratch_bytes = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
     if let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags()) {
         return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(
             &ctx.func, None, errors,
         )));
     }
-    Ok(Translated { module, id, ctx })
+    Ok(Translated { module, id, ctx, scratch_bytes })
 }
 
 /// Compiles `f` for the host.
 pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledKernel, CodegenError> {
-    let Translated { mut module, id, mut ctx } = translate(f, opts)?;
+    let Translated { mut module, id, mut ctx, scratch_bytes } = translate(f, opts)?;
     let clif = opts.emit_text.then(|| ctx.func.display().to_string());
     ctx.set_disasm(opts.emit_text);
     // Compiled here rather than by `define_function` so that the marked stores can be
@@ -310,14 +311,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     // and an i64 count, an i32 status) in the host's default calling convention, which is
     // "C".
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-    Ok(CompiledKernel {
-        entry,
-        scratch_bytes: f.scratch_bytes() as usize,
-        patched,
-        prefetches,
-        text,
-        module: Mutex::new(Some(module)),
-    })
+    Ok(CompiledKernel { entry, scratch_bytes, patched, prefetches, text, module: Mutex::new(Some(module)) })
 }
 
 /// The Cranelift IR of `f` as generated, before Cranelift's optimizations (no machine

@@ -423,7 +423,13 @@ fn cast_vectorizes(s: DType, d: DType) -> bool {
     }
 }
 
-pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
+/// `cast` of `a` to `ty`, the result being `r`.
+pub(crate) fn codegen_cast(
+    fx: &mut FunctionCx,
+    a: lir::Value,
+    ty: Ty,
+    r: lir::Value,
+) -> Result<CVal, CodegenError> {
     let s = fx.f.ty(a).dtype();
     let d = ty.dtype();
     value::scalar_type(s)?;
@@ -432,7 +438,7 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
         return fx.val(a);
     }
     if half::is_half(s) || half::is_half(d) {
-        return half::codegen_cast(fx, a, ty);
+        return half::codegen_cast(fx, a, ty, r);
     }
     if let Ty::Tile(_, lanes) = ty {
         if cast_vectorizes(s, d) && lanes >= value::vector_per(d) {

@@ -482,6 +482,71 @@ fn same_half(d: DType, a: u16, b: u16) -> bool {
     a == b || (nan(a) && nan(b))
 }
 
+/// `fp16` results round after every operation also where F16C rounds tiles (through
+/// memory, module `f16c`): a chain of operations and a cast whose result is used twice
+/// (so its rounding is live), every mode bit for bit equal to the `half` crate's
+/// step-by-step rounding, NaNs included, and to each other.
+#[test]
+fn chained_fp16_arithmetic_rounds_each_step_in_every_mode() {
+    let mut rng = rng();
+    let n = 4099;
+    let mut xs: Vec<u16> = (0..n)
+        .map(|_| {
+            if rng.random_range(0..4) == 0 {
+                rng.random()
+            } else {
+                half_bits(DType::F16, rng.random_range(-300.0..300.0))
+            }
+        })
+        .collect();
+    xs[..6].copy_from_slice(&[0x7C01, 0xFE00, 0x7BFF, 0x0001, 0x8400, 0x3C01]);
+    let ys: Vec<u16> = xs.iter().rev().copied().collect();
+    let r = |v: f32| f16::from_f32(v).to_f32();
+    for lanes in LANES {
+        // ((x * y + x) - y), then (x as fp32 * 0.1) cast to fp16 and squared.
+        let f = elementwise(DType::F16, 2, lanes, |b, v| {
+            let p = b.bin(BinOp::Mul, v[0], v[1]);
+            let s = b.bin(BinOp::Add, p, v[0]);
+            let s = b.bin(BinOp::Sub, s, v[1]);
+            let w = b.cast(v[0], DType::F32);
+            let k = b.float(DType::F32, 0.1);
+            let k = if lanes > 1 { b.splat(k, lanes) } else { k };
+            let t = b.bin(BinOp::Mul, w, k);
+            let t = b.cast(t, DType::F16);
+            let t = b.bin(BinOp::Mul, t, t);
+            b.bin(BinOp::Add, s, t)
+        });
+        let mut outs = Vec::new();
+        for opts in MODES {
+            let k = compile_ok(&f, &opts);
+            let (mut x, mut y, mut out) = (xs.clone(), ys.clone(), vec![0u16; n]);
+            run(
+                &k,
+                [1, 1, 1],
+                &[slot(&mut x), slot(&mut y), slot(&mut out), scalar(pack_int(n as i64))],
+                None,
+            )
+            .unwrap();
+            for i in 0..n {
+                let (x, y) = (half_value(DType::F16, xs[i]), half_value(DType::F16, ys[i]));
+                let s = r(r(r(x * y) + x) - y);
+                let t = r(x * 0.1);
+                let want = f16::from_f32(s + r(t * t)).to_bits();
+                assert!(
+                    same_half(DType::F16, out[i], want),
+                    "{:#06x}, {:#06x}: {:#06x}, expected {want:#06x} ({lanes} lanes, f16c {})",
+                    xs[i],
+                    ys[i],
+                    out[i],
+                    opts.f16c
+                );
+            }
+            outs.push(out);
+        }
+        assert!(outs.iter().all(|o| o == &outs[0]), "the modes differ ({lanes} lanes)");
+    }
+}
+
 #[test]
 fn arithmetic_rounds_to_the_dtype_after_every_operation() {
     let mut rng = rng();
