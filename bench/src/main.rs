@@ -175,14 +175,26 @@ fn half_fwd_signature(dtype: &str, n: usize) -> String {
 }
 
 fn dx_signature(n: usize) -> String {
+    half_dx_signature("fp32", n)
+}
+
+/// The dx kernel's signature with `dx`, `dy`, the partial rows, `x`, `w`, `b` in `dtype`
+/// (mean and rstd stay fp32), the tutorial's dtype layout.
+fn half_dx_signature(dtype: &str, n: usize) -> String {
+    let d = dtype;
     format!(
-        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,{},{}",
+        "*{d},*{d},*{d},*{d},*{d},*{d},*{d},*fp32,*fp32,*i32,i32,i32,fp32,{},{}",
         group_size_m(n),
         n.next_power_of_two()
     )
 }
 
 const DWDB_SIGNATURE: &str = "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128";
+
+/// The dwdb kernel's signature with the partial and final rows in `dtype`.
+fn half_dwdb_signature(dtype: &str) -> String {
+    format!("*{dtype},*{dtype},*{dtype},*{dtype},i32,i32,32,128")
+}
 
 /// Launches, bounds-checked unless `unchecked`.
 fn launch(k: &Kernel, grid: u32, args: &[lnc::Arg<'_>], unchecked: bool) -> Result<()> {
@@ -433,6 +445,226 @@ struct HalfBuffers {
     y16: Vec<half::f16>,
     xb: Vec<half::bf16>,
     yb: Vec<half::bf16>,
+    /// The backward's `dy` (its `dx` goes to `y16`/`yb`).
+    dy16: Vec<half::f16>,
+    dyb: Vec<half::bf16>,
+}
+
+/// A storage dtype of the backward table.
+trait Storage: lnc::Element {
+    const NAME: &'static str;
+    const NAN: Self;
+    fn of(v: f32) -> Self;
+    fn value(self) -> f32;
+}
+
+impl Storage for f32 {
+    const NAME: &'static str = "fp32";
+    const NAN: Self = f32::NAN;
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn value(self) -> f32 {
+        self
+    }
+}
+
+impl Storage for half::f16 {
+    const NAME: &'static str = "fp16";
+    const NAN: Self = half::f16::NAN;
+    fn of(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Storage for half::bf16 {
+    const NAME: &'static str = "bf16";
+    const NAN: Self = half::bf16::NAN;
+    fn of(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// The seed backward (dx kernel + dwdb kernel) with storage `T`: its kernels and the
+/// buffers besides the rows of `x`, `dy` and `dx`.
+struct HalfBackward<T> {
+    k_dx: Arc<Kernel>,
+    k_dwdb: Arc<Kernel>,
+    n: usize,
+    group: usize,
+    w: Vec<T>,
+    b: Vec<T>,
+    pdw: Vec<T>,
+    pdb: Vec<T>,
+    dw: Vec<T>,
+    db: Vec<T>,
+    locks: Vec<i32>,
+}
+
+impl<T: Storage> HalfBackward<T> {
+    fn new(ctx: &Ctx<'_>, n: usize, w: &[f32], b: &[f32]) -> Result<Self> {
+        let group = group_size_m(n);
+        let poisoned = |len: usize| vec![T::NAN; len];
+        Ok(HalfBackward {
+            k_dx: kernel(ctx, BWD_DX, &half_dx_signature(T::NAME, n))?.0,
+            k_dwdb: kernel(ctx, BWD_DWDB, &half_dwdb_signature(T::NAME))?.0,
+            n,
+            group,
+            w: w.iter().map(|&v| T::of(v)).collect(),
+            b: b.iter().map(|&v| T::of(v)).collect(),
+            pdw: poisoned(group * n),
+            pdb: poisoned(group * n),
+            dw: poisoned(n),
+            db: poisoned(n),
+            locks: vec![0; 2 * group],
+        })
+    }
+
+    /// One backward, timed (the locks zeroed and the caches cooled before, untimed).
+    fn run(
+        &mut self,
+        ctx: &Ctx<'_>,
+        x: &[T],
+        dy: &[T],
+        dx: &mut [T],
+        mean: &[f32],
+        rstd: &[f32],
+    ) -> Result<f64> {
+        let (n, group) = (self.n, self.group);
+        self.locks.fill(0);
+        ctx.cool();
+        let t = Instant::now();
+        let args = lnc::args![
+            dx,
+            dy,
+            &mut self.pdw,
+            &mut self.pdb,
+            x,
+            &self.w,
+            &self.b,
+            mean,
+            rstd,
+            &mut self.locks,
+            n as i32,
+            n as i32,
+            EPS
+        ];
+        launch(&self.k_dx, M as u32, &args, ctx.unchecked)?;
+        let args = lnc::args![&self.pdw, &self.pdb, &mut self.dw, &mut self.db, group as i32, n as i32];
+        launch(&self.k_dwdb, n.div_ceil(128) as u32, &args, ctx.unchecked)?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    /// Runs once on poisoned outputs and checks dx, dw and db against the fp32 baseline's
+    /// (`atol`/`rtol` for dx, ten times `atol` for the sums over M rows).
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        &mut self,
+        ctx: &Ctx<'_>,
+        x: &[T],
+        dy: &[T],
+        dx: &mut [T],
+        (mean, rstd): (&[f32], &[f32]),
+        (dx_want, dw_want, db_want): (&[f32], &[f32], &[f32]),
+        (atol, rtol): (f32, f32),
+    ) -> Result<()> {
+        dx.fill(T::NAN);
+        self.dw.fill(T::NAN);
+        self.db.fill(T::NAN);
+        self.run(ctx, x, dy, dx, mean, rstd)?;
+        let values = |v: &[T]| -> Vec<f32> { v.iter().map(|&h| h.value()).collect() };
+        let name = T::NAME;
+        check(&format!("dx ({name})"), self.n, &values(dx), dx_want, atol, rtol)?;
+        check(&format!("dw ({name})"), self.n, &values(&self.dw), dw_want, 10.0 * atol, rtol)?;
+        check(&format!("db ({name})"), self.n, &values(&self.db), db_want, 10.0 * atol, rtol)
+    }
+}
+
+/// The backward at `n` with fp32, fp16 and bf16 storage, lnc only.
+struct HalfBackwardRow {
+    n: usize,
+    f32: Times,
+    f16: Times,
+    bf16: Times,
+}
+
+/// The seed backward at row length `n` in fp16 and bf16 (compute in fp32; x, dy, dx, w, b
+/// and the partial and final dw/db rows in half, mean and rstd in fp32: the tutorial's
+/// layout), each checked once against the fp32 Rust baseline (to the rounding of its
+/// inputs, partial sums and outputs), then timed interleaved with lnc's fp32 backward.
+fn half_backward(
+    ctx: &Ctx<'_>,
+    buf: &mut Buffers,
+    hb: &mut HalfBuffers,
+    n: usize,
+) -> Result<HalfBackwardRow> {
+    let mn = M * n;
+    let (x, dy) = (&buf.x[..mn], &buf.dy[..mn]);
+    let (dx_lnc, dx_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
+    let w = rand_uniform(n, 1);
+    let b = rand_uniform(n, 2);
+    let (mut mean, mut rstd) = (touched(M), touched(M));
+    baseline::forward(x, &w, &b, dx_rust, &mut mean, &mut rstd, EPS);
+    let (mut dw_r, mut db_r) = (touched(n), touched(n));
+    baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
+    let want = (&dx_rust[..], &dw_r[..], &db_r[..]);
+    let stats = (&mean[..], &rstd[..]);
+
+    let mut b32 = HalfBackward::<f32>::new(ctx, n, &w, &b)?;
+    let mut b16 = HalfBackward::<half::f16>::new(ctx, n, &w, &b)?;
+    let mut bb = HalfBackward::<half::bf16>::new(ctx, n, &w, &b)?;
+    let (x16, dy16, dx16) = (&hb.x16[..mn], &hb.dy16[..mn], &mut hb.y16[..mn]);
+    let (xb, dyb, dxb) = (&hb.xb[..mn], &hb.dyb[..mn], &mut hb.yb[..mn]);
+    // fp16 keeps 11 significant bits, bf16 8; the partial rows add M / GROUP_SIZE_M rows
+    // each, rounded after every addition.
+    b32.check(ctx, x, dy, dx_lnc, stats, want, (1e-5, 1e-4))?;
+    b16.check(ctx, x16, dy16, dx16, stats, want, (5e-3, 2e-3))?;
+    bb.check(ctx, xb, dyb, dxb, stats, want, (4e-2, 1e-2))?;
+
+    let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..ctx.warmup + ctx.reps {
+        let a = b32.run(ctx, x, dy, dx_lnc, &mean, &rstd)?;
+        let h = b16.run(ctx, x16, dy16, dx16, &mean, &rstd)?;
+        let g = bb.run(ctx, xb, dyb, dxb, &mean, &rstd)?;
+        if rep >= ctx.warmup {
+            t32.push(a);
+            t16.push(h);
+            tb.push(g);
+        }
+    }
+    Ok(HalfBackwardRow { n, f32: Times::of(t32), f16: Times::of(t16), bf16: Times::of(tb) })
+}
+
+fn print_half_backward_table(title: &str, rows: &[HalfBackwardRow]) {
+    println!("\n{title}");
+    println!(
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9}",
+        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32"
+    );
+    for r in rows {
+        let elems = (M * r.n) as f64;
+        let (a, ab) = r.f32.gbps(3.0 * elems * 4.0);
+        let (h, hb) = r.f16.gbps(3.0 * elems * 2.0);
+        let (g, gb) = r.bf16.gbps(3.0 * elems * 2.0);
+        println!(
+            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x",
+            r.n,
+            a,
+            ab,
+            h,
+            hb,
+            g,
+            gb,
+            h / a,
+            g / a
+        );
+    }
 }
 
 /// The forward at `n` with fp16 and with bf16 storage (compute in fp32), timed
@@ -871,6 +1103,8 @@ fn run(opts: Opts) -> Result<()> {
             y16: vec![half::f16::ZERO; M * max_n],
             xb: buf.x.par_iter().map(|&v| half::bf16::from_f32(v)).collect(),
             yb: vec![half::bf16::ZERO; M * max_n],
+            dy16: buf.dy.par_iter().map(|&v| half::f16::from_f32(v)).collect(),
+            dyb: buf.dy.par_iter().map(|&v| half::bf16::from_f32(v)).collect(),
         };
         let converted = t.elapsed().as_secs_f64();
         let rows = pool(threads)?.install(|| {
@@ -892,17 +1126,30 @@ fn run(opts: Opts) -> Result<()> {
             let tiles = Jit::with_options(opts)
                 .module(path.display().to_string(), source.clone())
                 .map_err(|e| e.to_string())?;
-            sizes
+            let fwd = sizes
                 .iter()
                 .map(|&n| half_forward(&ctx, &tiles, &mut buf, &mut hb, n))
-                .collect::<Result<Vec<_>>>()
+                .collect::<Result<Vec<_>>>()?;
+            let bwd = sizes
+                .iter()
+                .map(|&n| half_backward(&ctx, &mut buf, &mut hb, n))
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, String>((fwd, bwd))
         })?;
+        let (rows, bwd_rows) = rows;
         print_half_table(
             &format!(
                 "forward with fp16 / bf16 storage (compute fp32), {tag}: GB/s = 2·M·N·bytes / t at 2 bytes per \
                  element (4 for fp32), median (best); inputs converted in {converted:.1} s"
             ),
             &rows,
+        );
+        print_half_backward_table(
+            &format!(
+                "backward (dx kernel + dwdb kernel) with fp16 / bf16 storage (compute fp32), {tag}: GB/s = \
+                 3·M·N·bytes / t at 2 bytes per element (4 for fp32), median (best)"
+            ),
+            &bwd_rows,
         );
     }
 
