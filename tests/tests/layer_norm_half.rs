@@ -390,3 +390,63 @@ fn fp16_f16c_conversions_equal_integer_conversions() {
     }
     same_flows::<f16>(&modules);
 }
+
+const FP16_ARITHMETIC: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(X, W, Y, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    w = tl.load(W + i, mask=m, other=0.)
+    s = tl.sum(x.to(tl.float32), axis=0) / N
+    z = x * w + x
+    tl.store(Y + row * N + i, z - s.to(tl.float16), mask=m)
+"#;
+
+/// Arithmetic on fp16 tiles rounds after every operation whether F16C rounds them (through
+/// scratch, past a `row_load.once` buffer and its flag, on every worker) or integer code
+/// does: the same bits, every element written, and each within an ulp or two of the
+/// step-by-step rounding of a float64 reference.
+#[test]
+fn fp16_arithmetic_rounds_alike_with_and_without_f16c() {
+    use rand::Rng;
+    let mut rng = rng();
+    let (m, n) = (64usize, 1000usize);
+    let x: Vec<f16> = (0..m * n).map(|_| f16::from_f32(rng.random_range(-4.0f32..4.0))).collect();
+    let w: Vec<f16> = (0..n).map(|_| f16::from_f32(rng.random_range(-2.0f32..2.0))).collect();
+    let sig = "*fp16,*fp16,*fp16,i32,1024";
+    let run = |f16c: bool| {
+        let opts = lnc::CompileOptions { verify: true, f16c, ..Default::default() };
+        let module = lnc::Jit::with_options(opts).module("arith.py", FP16_ARITHMETIC).expect("parses");
+        if f16c && lnc::converts_f16_natively() {
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+            let lir = module.dump("k", sig, &req).expect("compiles").remove(0).text;
+            assert!(lir.contains("row_load.once"), "{lir}");
+        }
+        let k = module.kernel("k", sig).expect("compiles");
+        let mut y = vec![f16::NAN; m * n];
+        k.launch(m as u32, &lnc::args![&x, &w, &mut y, n as i32]).expect("runs");
+        y
+    };
+    let (with, without) = (run(true), run(false));
+    assert_eq!(
+        with.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        without.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let r = |v: f64| f16::from_f64(v).to_f64();
+    for row in 0..m {
+        let xs = &x[row * n..][..n];
+        let s = xs.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64;
+        for (j, (&xv, &wv)) in xs.iter().zip(&w).enumerate() {
+            let (a, b) = (xv.to_f64(), wv.to_f64());
+            let want = r(r(r(a * b) + a) - r(s));
+            let got = with[row * n + j].to_f64();
+            let ulp = f16::from_f64(want).to_f64().abs().max(6.1e-5) * 2f64.powi(-10);
+            assert!((got - want).abs() <= 2.0 * ulp, "row {row} element {j}: {got} vs {want}");
+        }
+    }
+}

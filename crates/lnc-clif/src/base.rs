@@ -77,6 +77,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) prefetch_region: Option<cranelift_codegen::ir::AliasRegion>,
     /// `fp16` tiles widen with F16C (`f16c.rs`).
     pub(crate) f16c: bool,
+    /// The instruction being emitted has an `fp16` tile result that only stores use
+    /// ([`half::only_stored`]): its rounding is left to them.
+    pub(crate) only_stored: bool,
     /// Some `fp16` tile was rounded with F16C through the scratch area's last 16 bytes
     /// ([`f16c_round_offset`]).
     pub(crate) f16c_rounds: bool,
@@ -176,6 +179,7 @@ pub(crate) fn codegen_fn(
         prefetch_region: None,
         f16c: false,
         f16c_rounds: false,
+        only_stored: false,
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
@@ -588,6 +592,9 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             Err(CodegenError::InvalidIr(format!("{inst}: expected {n} operands")))
         }
     };
+    // (Instructions with regions set it for their own instructions, and round nothing.)
+    fx.only_stored =
+        data.regions.is_empty() && data.results.len() == 1 && half::only_stored(fx, data.results[0]);
     let out: CVal = match data.opcode {
         Opcode::Arg(slot) => {
             nargs(0)?;
@@ -641,7 +648,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         }
         Opcode::Cast => {
             nargs(1)?;
-            num::codegen_cast(fx, data.args[0], result(1)?, data.results[0])?
+            num::codegen_cast(fx, data.args[0], result(1)?)?
         }
         Opcode::Bitcast => {
             nargs(1)?;

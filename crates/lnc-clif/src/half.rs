@@ -7,8 +7,10 @@
 //! operation that can leave the grid — arithmetic, math functions, casts into the dtype —
 //! computes in `f32` and rounds the result to the dtype, as the reference interpreter
 //! does. Rounding produces the bit pattern first: a store of the rounded value reuses it
-//! (`FunctionCx::half_bits`), so `y.to(tl.float16)` then a store converts once. Scratch
-//! buffers hold half blocks as `f32` (see `lnc_lir::Scratch::elem_bytes`).
+//! (`FunctionCx::half_bits`), so `y.to(tl.float16)` then a store converts once. (With F16C
+//! an `fp16` tile rounds through memory instead, and not at all when only stores use the
+//! result, since each store rounds: [`round_value`].) Scratch buffers hold half blocks as
+//! `f32` (see `lnc_lir::Scratch::elem_bytes`).
 //!
 //! The conversions are integer bit manipulation on `i32` lanes, the same instruction
 //! sequence for a scalar and for an `i32x4`, so tiles convert four lanes at a time.
@@ -299,25 +301,37 @@ pub(crate) fn round_if_half(bcx: &mut FunctionBuilder, d: DType, x: Value) -> Va
 
 /// [`round_if_half`], remembering the rounded value's bit pattern for a later store:
 /// converting the result back would give the same bits (NaNs included, being quiet
-/// already), so a cast or an operation followed by a store converts once.
+/// already), so a cast or an operation followed by a store converts once. With F16C, an
+/// `fp16` tile rounds through memory instead ([`crate::f16c::round_4`]), or not at all
+/// when the instruction's result is only stored ([`only_stored`]): every store rounds
+/// what it stores to nearest even, and rounding twice so gives the bits of rounding once.
 pub(crate) fn round_value(fx: &mut FunctionCx, d: DType, x: Value) -> Value {
-    round_value_via(fx, d, x, true)
-}
-
-/// [`round_value`]; `f16c`: an `fp16` tile may round with F16C where the host has it
-/// (false when nothing will read the result: the integer code is then removed as dead,
-/// the conversion through memory would not be).
-fn round_value_via(fx: &mut FunctionCx, d: DType, x: Value, f16c: bool) -> Value {
     if !is_half(d) {
         return x;
     }
-    if f16c && d == DType::F16 && fx.f16c && fx.bcx.func.dfg.value_type(x) == types::F32X4 {
-        return crate::f16c::round_4(fx, x);
+    if d == DType::F16 && fx.f16c && fx.bcx.func.dfg.value_type(x) == types::F32X4 {
+        return if fx.only_stored { x } else { crate::f16c::round_4(fx, x) };
     }
     let bits = f32_to_bits(&mut fx.bcx, d, x);
     let r = bits_to_f32(&mut fx.bcx, d, bits);
     fx.half_bits.insert((r, d), bits);
     r
+}
+
+/// Whether F16C converts `fp16` tiles and every use of `r`, an `fp16` tile, stores it (as
+/// the value, once per store): then nothing but stores reads `r`, and they round it.
+pub(crate) fn only_stored(fx: &mut FunctionCx, r: lir::Value) -> bool {
+    if !fx.f16c || !matches!(fx.f.ty(r), Ty::Tile(DType::F16, _)) {
+        return false;
+    }
+    let f = fx.f;
+    let stored = |u: lir::Inst| {
+        let d = &f.insts[u];
+        matches!(d.opcode, Opcode::Store { .. })
+            && d.args.get(2) == Some(&r)
+            && d.args.iter().filter(|&&a| a == r).count() == 1
+    };
+    uses_of(fx).get(&r).is_some_and(|us| us.iter().all(|&u| stored(u)))
 }
 
 /// The bit patterns of the half value `v`: the ones it was rounded to when known,
@@ -560,34 +574,18 @@ fn cast_vectorizes(s: DType, d: DType) -> bool {
     (f(s) && f(d)) || (s == DType::I32 && d == DType::F16) || (is_half(s) && d == DType::I32)
 }
 
-/// Converts one 4-lane part (see [`cast_vectorizes`]); `f16c` as for [`round_value_via`].
-fn cast_part(fx: &mut FunctionCx, s: DType, d: DType, x: Value, f16c: bool) -> Value {
+/// Converts one 4-lane part (see [`cast_vectorizes`]).
+fn cast_part(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Value {
     match (s, d) {
         (DType::I32, _) => {
             // Exact below 2^24, and anything above rounds to infinity in fp16.
             let f = fx.bcx.ins().fcvt_from_sint(types::F32X4, x);
-            round_value_via(fx, d, f, f16c)
+            round_value(fx, d, f)
         }
         (_, DType::I32) => fx.bcx.ins().fcvt_to_sint_sat(types::I32X4, x),
         (_, DType::F32) => x,
-        _ => round_value_via(fx, d, x, f16c),
+        _ => round_value(fx, d, x),
     }
-}
-
-/// Whether every use of the cast result `r` is a store of it, which converts the cast's
-/// `f32` operand itself ([`f16c_store_source`]): the cast's own rounding is then unused.
-fn only_stored_from_source(fx: &mut FunctionCx, r: lir::Value) -> bool {
-    if f16c_store_source(fx, DType::F16, r) == r {
-        return false;
-    }
-    let f = fx.f;
-    let stored = |u: lir::Inst| {
-        let d = &f.insts[u];
-        matches!(d.opcode, Opcode::Store { .. })
-            && d.args.get(2) == Some(&r)
-            && d.args.iter().filter(|&&a| a == r).count() == 1
-    };
-    uses_of(fx).get(&r).is_some_and(|us| us.iter().all(|&u| stored(u)))
 }
 
 /// Converts one scalar from `s` to `d`, one of them a half dtype.
@@ -611,12 +609,7 @@ fn cast_scalar(fx: &mut FunctionCx, s: DType, d: DType, x: Value) -> Result<Valu
 }
 
 /// `cast` when the source or the result is a half dtype.
-pub(crate) fn codegen_cast(
-    fx: &mut FunctionCx,
-    a: lir::Value,
-    ty: Ty,
-    r: lir::Value,
-) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
     let s = fx.f.ty(a).dtype();
     let d = ty.dtype();
     let Ty::Tile(_, lanes) = ty else {
@@ -624,14 +617,7 @@ pub(crate) fn codegen_cast(
         return Ok(CVal::Scalar(cast_scalar(fx, s, d, x)?));
     };
     if lanes >= PER && cast_vectorizes(s, d) {
-        let f16c = !(d == DType::F16 && fx.f16c && only_stored_from_source(fx, r));
-        return num::lanewise(
-            fx,
-            Ty::Tile(s, lanes),
-            |_| PER,
-            &[a],
-            |fx, v| Ok(cast_part(fx, s, d, v[0], f16c)),
-        );
+        return num::lanewise(fx, Ty::Tile(s, lanes), |_| PER, &[a], |fx, v| Ok(cast_part(fx, s, d, v[0])));
     }
     let t = fx.tile(a, lanes)?;
     let src = value::lanes(&mut fx.bcx, s, &t);

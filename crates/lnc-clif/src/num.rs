@@ -423,13 +423,7 @@ fn cast_vectorizes(s: DType, d: DType) -> bool {
     }
 }
 
-/// `cast` of `a` to `ty`, the result being `r`.
-pub(crate) fn codegen_cast(
-    fx: &mut FunctionCx,
-    a: lir::Value,
-    ty: Ty,
-    r: lir::Value,
-) -> Result<CVal, CodegenError> {
+pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result<CVal, CodegenError> {
     let s = fx.f.ty(a).dtype();
     let d = ty.dtype();
     value::scalar_type(s)?;
@@ -438,7 +432,7 @@ pub(crate) fn codegen_cast(
         return fx.val(a);
     }
     if half::is_half(s) || half::is_half(d) {
-        return half::codegen_cast(fx, a, ty, r);
+        return half::codegen_cast(fx, a, ty);
     }
     if let Ty::Tile(_, lanes) = ty {
         if cast_vectorizes(s, d) && lanes >= value::vector_per(d) {

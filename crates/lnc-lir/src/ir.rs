@@ -344,7 +344,9 @@ pub struct Function {
 }
 
 impl Function {
-    /// Total scratch bytes a program needs.
+    /// Total scratch bytes of the buffers. Code generation may need more after them (it
+    /// rounds `fp16` tiles through scratch with F16C): allocate what the compiled kernel
+    /// says (`lnc_clif::CompiledKernel::scratch_bytes`).
     pub fn scratch_bytes(&self) -> u32 {
         self.scratch.iter().map(Scratch::end).max().unwrap_or(0)
     }

@@ -282,9 +282,13 @@ fn rewrite_loop(
                     && native.is_some_and(|n| {
                         !(n.stream && !args.read.contains(&arg) && extent * 2 > MAX_F16_TILE_STORE_ROW)
                     });
+                // An unmasked store in a loop `bounds` will split stores in the tiles past
+                // `n` too, which `bounds` may then drop as doing nothing but scratch writes
+                // no later loop reads: the row store would write stale scratch.
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
                     && !tile_f16
+                    && (has_mask || bound.is_none())
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && (per_arg[&arg] == (0, 1)
                         || (per_arg[&arg] == (1, 1) && reads_first(f, body, j, step)));

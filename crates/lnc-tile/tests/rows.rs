@@ -217,6 +217,51 @@ fn read_modify_write_rows_store_whole() {
     }
 }
 
+const UNMASKED_STORES: [&str; 2] = [
+    r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=0.)
+    y = tl.load(Y + i, mask=i < N, other=0.)
+    tl.store(Y + i, y + x)
+"#,
+    r#"
+@triton.jit
+def k(X, Y, N, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(X + i, mask=i < N, other=3.)
+    tl.store(Y + i, x * 2.)
+"#,
+];
+
+/// An unmasked store in a loop the bound predicate splits stays a tile: the tiles past
+/// `n` store too (`other=` values), so they must run, where a row store of scratch would
+/// read what the dropped tail never wrote (the previous launch's values, the area being
+/// reused).
+#[test]
+fn unmasked_stores_in_bounded_loops_stay_tiles() {
+    for src in UNMASKED_STORES {
+        for d in ["bf16", "fp16"] {
+            let sig = format!("*{d},*{d},i32,32");
+            let text = lir_text(src, "k", &sig);
+            assert!(!text.contains("row_store"), "{text}");
+            let dtype = if d == "bf16" { DType::BF16 } else { DType::F16 };
+            for n in ns(32) {
+                let f = bir(src, "k", &sig);
+                let bufs = [half_buffer(dtype, 5, 32), half_buffer(dtype, 6, 32)];
+                differential(
+                    &f,
+                    [1, 1, 1],
+                    &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(32)],
+                    &bufs,
+                    &[1, 4, 8],
+                );
+            }
+        }
+    }
+}
+
 const STORE_THEN_LOAD: &str = r#"
 @triton.jit
 def k(X, Y, N, BLOCK: tl.constexpr):
