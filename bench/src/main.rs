@@ -347,6 +347,17 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     })
 }
 
+/// The backward's `w` and `b` for row length `n`, and the mean and rstd of the forward
+/// pass over `x` (the baseline's, which lnc's match: the forward checks it), its `y`
+/// written to `scratch`.
+fn backward_stats(x: &[f32], scratch: &mut [f32], n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let w = rand_uniform(n, 1);
+    let b = rand_uniform(n, 2);
+    let (mut mean, mut rstd) = (touched(M), touched(M));
+    baseline::forward(x, &w, &b, scratch, &mut mean, &mut rstd, EPS);
+    (w, b, mean, rstd)
+}
+
 /// Backward at row length `n` (dx kernel + dwdb kernel, the tutorial's host flow), checked
 /// once against the baseline, then timed interleaved with it. The locks are zeroed before
 /// every lnc run, outside the timed region.
@@ -354,11 +365,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     let mn = M * n;
     let (x, dy) = (&buf.x[..mn], &buf.dy[..mn]);
     let (dx_lnc, dx_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
-    let w = rand_uniform(n, 1);
-    let b = rand_uniform(n, 2);
-    // mean and rstd from the forward pass (the baseline's; lnc's match them, checked).
-    let (mut mean, mut rstd) = (touched(M), touched(M));
-    baseline::forward(x, &w, &b, dx_rust, &mut mean, &mut rstd, EPS);
+    let (w, b, mean, rstd) = backward_stats(x, dx_rust, n);
 
     let group = group_size_m(n);
     let (k_dx, c_dx) = kernel(ctx, BWD_DX, &dx_signature(n))?;
@@ -469,27 +476,22 @@ impl Storage for f32 {
     }
 }
 
-impl Storage for half::f16 {
-    const NAME: &'static str = "fp16";
-    const NAN: Self = half::f16::NAN;
-    fn of(v: f32) -> Self {
-        half::f16::from_f32(v)
-    }
-    fn value(self) -> f32 {
-        self.to_f32()
-    }
+macro_rules! half_storage {
+    ($($t:ty => $name:literal),+) => {$(
+        impl Storage for $t {
+            const NAME: &'static str = $name;
+            const NAN: Self = <$t>::NAN;
+            fn of(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+            fn value(self) -> f32 {
+                self.to_f32()
+            }
+        }
+    )+};
 }
 
-impl Storage for half::bf16 {
-    const NAME: &'static str = "bf16";
-    const NAN: Self = half::bf16::NAN;
-    fn of(v: f32) -> Self {
-        half::bf16::from_f32(v)
-    }
-    fn value(self) -> f32 {
-        self.to_f32()
-    }
-}
+half_storage!(half::f16 => "fp16", half::bf16 => "bf16");
 
 /// The seed backward (dx kernel + dwdb kernel) with storage `T`: its kernels and the
 /// buffers besides the rows of `x`, `dy` and `dx`.
@@ -586,31 +588,15 @@ impl<T: Storage> HalfBackward<T> {
     }
 }
 
-/// The backward at `n` with fp32, fp16 and bf16 storage, lnc only.
-struct HalfBackwardRow {
-    n: usize,
-    f32: Times,
-    f16: Times,
-    bf16: Times,
-}
-
 /// The seed backward at row length `n` in fp16 and bf16 (compute in fp32; x, dy, dx, w, b
 /// and the partial and final dw/db rows in half, mean and rstd in fp32: the tutorial's
 /// layout), each checked once against the fp32 Rust baseline (to the rounding of its
 /// inputs, partial sums and outputs), then timed interleaved with lnc's fp32 backward.
-fn half_backward(
-    ctx: &Ctx<'_>,
-    buf: &mut Buffers,
-    hb: &mut HalfBuffers,
-    n: usize,
-) -> Result<HalfBackwardRow> {
+fn half_backward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usize) -> Result<HalfRow> {
     let mn = M * n;
     let (x, dy) = (&buf.x[..mn], &buf.dy[..mn]);
     let (dx_lnc, dx_rust) = (&mut buf.out_lnc[..mn], &mut buf.out_rust[..mn]);
-    let w = rand_uniform(n, 1);
-    let b = rand_uniform(n, 2);
-    let (mut mean, mut rstd) = (touched(M), touched(M));
-    baseline::forward(x, &w, &b, dx_rust, &mut mean, &mut rstd, EPS);
+    let (w, b, mean, rstd) = backward_stats(x, dx_rust, n);
     let (mut dw_r, mut db_r) = (touched(n), touched(n));
     baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
     let want = (&dx_rust[..], &dw_r[..], &db_r[..]);
@@ -638,45 +624,19 @@ fn half_backward(
             tb.push(g);
         }
     }
-    Ok(HalfBackwardRow { n, f32: Times::of(t32), f16: Times::of(t16), bf16: Times::of(tb) })
+    Ok(HalfRow { n, f32: Times::of(t32), f16: Times::of(t16), bf16: Times::of(tb), tiles: None })
 }
 
-fn print_half_backward_table(title: &str, rows: &[HalfBackwardRow]) {
-    println!("\n{title}");
-    println!(
-        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9}",
-        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32"
-    );
-    for r in rows {
-        let elems = (M * r.n) as f64;
-        let (a, ab) = r.f32.gbps(3.0 * elems * 4.0);
-        let (h, hb) = r.f16.gbps(3.0 * elems * 2.0);
-        let (g, gb) = r.bf16.gbps(3.0 * elems * 2.0);
-        println!(
-            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x",
-            r.n,
-            a,
-            ab,
-            h,
-            hb,
-            g,
-            gb,
-            h / a,
-            g / a
-        );
-    }
-}
-
-/// The forward at `n` with fp16 and with bf16 storage (compute in fp32), timed
-/// interleaved with lnc's fp32 forward.
+/// The forward or the backward at `n` with fp16 and with bf16 storage (compute in fp32),
+/// timed interleaved with lnc's fp32 one.
 struct HalfRow {
     n: usize,
     f32: Times,
     f16: Times,
     bf16: Times,
-    /// The same kernels converting tile by tile (`CompileOptions::half_rows = false`).
-    f16_tiles: Times,
-    bf16_tiles: Times,
+    /// The same fp16 and bf16 kernels converting tile by tile
+    /// (`CompileOptions::half_rows = false`; the forward's table).
+    tiles: Option<(Times, Times)>,
 }
 
 /// The fp16/bf16 forward at row length `n`: each checked once against the fp32 Rust
@@ -765,38 +725,40 @@ fn half_forward(
         f32: Times::of(t32),
         f16: Times::of(t16),
         bf16: Times::of(tb),
-        f16_tiles: Times::of(t16t),
-        bf16_tiles: Times::of(tbt),
+        tiles: Some((Times::of(t16t), Times::of(tbt))),
     })
 }
 
-fn print_half_table(title: &str, rows: &[HalfRow]) {
+/// The half table of `rows`, GB/s counting `moved` elements per element of the M × N
+/// block (2 forward, 3 backward) at 2 bytes (4 for fp32).
+fn print_half_table(title: &str, rows: &[HalfRow], moved: f64) {
+    let tiles = rows.iter().any(|r| r.tiles.is_some());
     println!("\n{title}");
+    print!(
+        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9}",
+        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32"
+    );
     println!(
-        "{:>6} | {:>15} | {:>15} | {:>15} | {:>9} | {:>9} | {:>10} | {:>10}",
-        "N", "fp32 GB/s", "fp16 GB/s", "bf16 GB/s", "fp16/fp32", "bf16/fp32", "fp16 tiles", "bf16 tiles"
+        "{}",
+        if tiles { format!(" | {:>10} | {:>10}", "fp16 tiles", "bf16 tiles") } else { String::new() }
     );
     for r in rows {
-        let elems = (M * r.n) as f64;
-        let (a, ab) = r.f32.gbps(2.0 * elems * 4.0);
-        let (h, hb) = r.f16.gbps(2.0 * elems * 2.0);
-        let (g, gb) = r.bf16.gbps(2.0 * elems * 2.0);
-        let (ht, _) = r.f16_tiles.gbps(2.0 * elems * 2.0);
-        let (gt, _) = r.bf16_tiles.gbps(2.0 * elems * 2.0);
-        println!(
-            "{:>6} | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>6.2} ({:>6.2}) | {:>8.2}x | {:>8.2}x | {:>9.2}x | {:>9.2}x",
+        let elems = moved * (M * r.n) as f64;
+        let (a, ab) = r.f32.gbps(elems * 4.0);
+        let (h, hb) = r.f16.gbps(elems * 2.0);
+        let (g, gb) = r.bf16.gbps(elems * 2.0);
+        print!(
+            "{:>6} | {a:>6.2} ({ab:>6.2}) | {h:>6.2} ({hb:>6.2}) | {g:>6.2} ({gb:>6.2}) | {:>8.2}x | {:>8.2}x",
             r.n,
-            a,
-            ab,
-            h,
-            hb,
-            g,
-            gb,
             h / a,
-            g / a,
-            ht / a,
-            gt / a
+            g / a
         );
+        match &r.tiles {
+            Some((ht, gt)) => {
+                println!(" | {:>9.2}x | {:>9.2}x", ht.gbps(elems * 2.0).0 / a, gt.gbps(elems * 2.0).0 / a)
+            }
+            None => println!(),
+        }
     }
 }
 
@@ -1143,13 +1105,15 @@ fn run(opts: Opts) -> Result<()> {
                  element (4 for fp32), median (best); inputs converted in {converted:.1} s"
             ),
             &rows,
+            2.0,
         );
-        print_half_backward_table(
+        print_half_table(
             &format!(
                 "backward (dx kernel + dwdb kernel) with fp16 / bf16 storage (compute fp32), {tag}: GB/s = \
                  3·M·N·bytes / t at 2 bytes per element (4 for fp32), median (best)"
             ),
             &bwd_rows,
+            3.0,
         );
     }
 

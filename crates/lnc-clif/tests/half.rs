@@ -482,6 +482,15 @@ fn same_half(d: DType, a: u16, b: u16) -> bool {
     a == b || (nan(a) && nan(b))
 }
 
+/// Runs an `elementwise` kernel of two half inputs on `xs` and `ys`; its output bits.
+fn run_binary(k: &lnc_clif::CompiledKernel, xs: &[u16], ys: &[u16]) -> Vec<u16> {
+    let n = xs.len();
+    let (mut x, mut y, mut out) = (xs.to_vec(), ys.to_vec(), vec![0u16; n]);
+    run(k, [1, 1, 1], &[slot(&mut x), slot(&mut y), slot(&mut out), scalar(pack_int(n as i64))], None)
+        .unwrap();
+    out
+}
+
 /// `fp16` results round after every operation also where F16C rounds tiles (through
 /// memory, module `f16c`): a chain of operations and a cast whose result is used twice
 /// (so its rounding is live), every mode bit for bit equal to the `half` crate's
@@ -524,14 +533,7 @@ fn chained_fp16_arithmetic_rounds_each_step_in_every_mode() {
             let buffers = f.scratch_bytes() as usize;
             let want = if through_scratch { buffers.next_multiple_of(16) + 16 } else { buffers };
             assert_eq!(k.scratch_bytes(), want, "f16c {}", opts.f16c);
-            let (mut x, mut y, mut out) = (xs.clone(), ys.clone(), vec![0u16; n]);
-            run(
-                &k,
-                [1, 1, 1],
-                &[slot(&mut x), slot(&mut y), slot(&mut out), scalar(pack_int(n as i64))],
-                None,
-            )
-            .unwrap();
+            let out = run_binary(&k, &xs, &ys);
             for i in 0..n {
                 let (x, y) = (half_value(DType::F16, xs[i]), half_value(DType::F16, ys[i]));
                 let s = r(r(r(x * y) + x) - y);
@@ -580,15 +582,7 @@ fn arithmetic_rounds_to_the_dtype_after_every_operation() {
             for lanes in LANES {
                 let f = elementwise(d, 2, lanes, |b, v| b.bin(op, v[0], v[1]));
                 for opts in MODES {
-                    let k = compile_ok(&f, &opts);
-                    let (mut x, mut y, mut out) = (xs.clone(), ys.clone(), vec![0u16; n]);
-                    run(
-                        &k,
-                        [1, 1, 1],
-                        &[slot(&mut x), slot(&mut y), slot(&mut out), scalar(pack_int(n as i64))],
-                        None,
-                    )
-                    .unwrap();
+                    let out = run_binary(&compile_ok(&f, &opts), &xs, &ys);
                     for i in 0..n {
                         let want = reference_binary(d, op, half_value(d, xs[i]), half_value(d, ys[i]));
                         let want = half_bits(d, want as f64);

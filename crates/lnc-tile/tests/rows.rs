@@ -40,6 +40,23 @@ fn check(src: &str, sig: &str, [d, out]: [DType; 2], block: i64, len: usize) {
     }
 }
 
+/// Runs `src`'s kernel `k(X, Y, N, 32)` on a grid of `programs` against the block IR for
+/// each `n` of `ns`, `X` and `Y` both of `d` and holding data (`Y` is read too).
+fn check_in_out(src: &str, sig: &str, d: DType, programs: u32, ns: impl IntoIterator<Item = i64>) {
+    let len = 32 * programs as usize;
+    for n in ns {
+        let f = bir(src, "k", sig);
+        let bufs = [half_buffer(d, 5, len), half_buffer(d, 6, len)];
+        differential(
+            &f,
+            [programs, 1, 1],
+            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(32)],
+            &bufs,
+            &[1, 4, 8],
+        );
+    }
+}
+
 const SCALE: &str = r#"
 @triton.jit
 def k(X, Y, N, BLOCK: tl.constexpr):
@@ -203,17 +220,7 @@ fn read_modify_write_rows_store_whole() {
         }
         assert!(text.contains("load.contig %1[") && text.contains("row_store %1["), "{text}");
         let dtype = if d == "bf16" { DType::BF16 } else { DType::F16 };
-        for n in ns(32).into_iter().chain([40, 63, 64, 70]) {
-            let f = bir(ACCUMULATE, "k", &sig);
-            let bufs = [half_buffer(dtype, 5, 96), half_buffer(dtype, 6, 96)];
-            differential(
-                &f,
-                [3, 1, 1],
-                &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(32)],
-                &bufs,
-                &[1, 4, 8],
-            );
-        }
+        check_in_out(ACCUMULATE, &sig, dtype, 3, ns(32).into_iter().chain([40, 63, 64, 70]));
     }
 }
 
@@ -247,17 +254,7 @@ fn unmasked_stores_in_bounded_loops_stay_tiles() {
             let text = lir_text(src, "k", &sig);
             assert!(!text.contains("row_store"), "{text}");
             let dtype = if d == "bf16" { DType::BF16 } else { DType::F16 };
-            for n in ns(32) {
-                let f = bir(src, "k", &sig);
-                let bufs = [half_buffer(dtype, 5, 32), half_buffer(dtype, 6, 32)];
-                differential(
-                    &f,
-                    [1, 1, 1],
-                    &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(32)],
-                    &bufs,
-                    &[1, 4, 8],
-                );
-            }
+            check_in_out(src, &sig, dtype, 1, ns(32));
         }
     }
 }
@@ -278,17 +275,7 @@ fn stores_read_back_in_the_loop_stay_tiles() {
     let text = lir_text(STORE_THEN_LOAD, "k", "*bf16,*bf16,i32,32");
     assert!(text.contains("store.contig %1[") && !text.contains("row_store %1["), "{text}");
     assert!(text.contains("row_store %0["), "{text}");
-    for n in ns(32) {
-        let f = bir(STORE_THEN_LOAD, "k", "*bf16,*bf16,i32,32");
-        let bufs = [half_buffer(DType::BF16, 5, 32), half_buffer(DType::BF16, 6, 32)];
-        differential(
-            &f,
-            [1, 1, 1],
-            &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(32)],
-            &bufs,
-            &[1, 4, 8],
-        );
-    }
+    check_in_out(STORE_THEN_LOAD, "*bf16,*bf16,i32,32", DType::BF16, 1, ns(32));
 }
 
 const UNMASKED: &str = r#"
