@@ -40,7 +40,9 @@
 //!   a 2-D block's row offset, are copied before the loop);
 //! - a mask is the loop's bound predicate `P = base + iv + lane < n` (module `bounds`), `P
 //!   & splat(c)` with `c` invariant (a 2-D block's row mask: the count is `c ? nb : 0`), or
-//!   absent: the enabled elements are then the first `nb`, exactly the helper's range;
+//!   absent: the row is then the whole extent `E`. An unmasked store moves only out of a
+//!   loop without a bound predicate: `bounds` may drop the tiles past `n` of one, which
+//!   would leave the scratch past `nb` unwritten for the row store;
 //! - a load moves before the loop only when the loop stores nothing into the same
 //!   argument; a store moves after it only when the loop accesses that argument nowhere
 //!   else (arguments do not overlap), or only by one load of the same tile before the
