@@ -106,9 +106,7 @@ pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) 
 /// instructions of integer rounding.
 pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
     fx.f16c_rounds = true;
-    let area = fx.load_abi(types::I64, fx.abi[3], lnc_runtime::abi::ctx_offsets::SCRATCH);
-    let offset = crate::base::f16c_round_offset(fx.f);
-    let addr = fx.bcx.ins().iadd_imm_s(area, offset);
+    let addr = crate::memory::scratch_at(fx, crate::base::f16c_round_offset(fx.f));
     narrow_4(fx, v, addr, 0);
     widen_4(fx, addr, 0)
 }

@@ -459,28 +459,12 @@ pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Valu
         .collect()
 }
 
-/// The value an `fp16` store of `v` converts when tiles narrow with F16C: the `fp32`
-/// operand of a cast of it to `fp16` (the instruction rounds to nearest even, as the cast
-/// does, so the integer rounding of the cast is left unused when nothing else needs it),
-/// else `v` itself.
-pub(crate) fn f16c_store_source(fx: &FunctionCx, d: DType, v: lir::Value) -> lir::Value {
-    if d != DType::F16 || !fx.f16c {
-        return v;
-    }
-    if let lir::ValueDef::Result(i, 0) = fx.f.values[v].def {
-        let data = &fx.f.insts[i];
-        if data.opcode == Opcode::Cast && fx.f.ty(data.args[0]).dtype() == DType::F32 {
-            return data.args[0];
-        }
-    }
-    v
-}
-
-/// Stores vector parts (four lanes each) at `addr`, consecutive: with F16C (`fp16`, some
-/// part's bits not known already) one conversion per part; else two parts narrow into
-/// one 16-byte store, a last odd one into an 8-byte store.
+/// Stores vector parts (four lanes each) at `addr`, consecutive: with F16C (`fp16`) one
+/// conversion per part, which rounds (a part is rounded already, or only stores use it:
+/// [`round_value`]); else two parts narrow into one 16-byte store, a last odd one into an
+/// 8-byte store.
 pub(crate) fn store_parts(fx: &mut FunctionCx, d: DType, parts: &[Value], addr: Value) {
-    if d == DType::F16 && fx.f16c && parts.iter().any(|&p| !fx.half_bits.contains_key(&(p, d))) {
+    if d == DType::F16 && fx.f16c {
         for (j, &p) in parts.iter().enumerate() {
             crate::f16c::narrow_4(fx, p, addr, j as i32 * 8);
         }

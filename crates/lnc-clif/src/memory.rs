@@ -499,7 +499,6 @@ pub(crate) fn codegen_store(
         })?;
         return Ok(());
     }
-    let val = half::f16c_store_source(fx, d, val);
     let t = fx.tile(val, lanes)?;
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;
@@ -727,8 +726,13 @@ pub(crate) fn scratch_base(fx: &mut FunctionCx, slot: u32) -> Result<(Value, lir
         .scratch
         .get(slot as usize)
         .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
+    Ok((scratch_at(fx, s.offset as i64), s))
+}
+
+/// The address `offset` bytes into the program's scratch area.
+pub(crate) fn scratch_at(fx: &mut FunctionCx, offset: i64) -> Value {
     let area = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH);
-    Ok((fx.bcx.ins().iadd_imm_s(area, s.offset as i64), s))
+    fx.bcx.ins().iadd_imm_s(area, offset)
 }
 
 /// The dtype whose layout scratch holds `d` in: half dtypes in their `f32` compute form.
