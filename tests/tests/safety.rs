@@ -58,6 +58,24 @@ def center_rows(X, Y, N, BLOCK: tl.constexpr):
     xc = tl.where(cols < N, x - mean, 0.0)
     var = tl.sum(xc * xc, axis=0) / N
     tl.store(Y + row * N + cols, xc * var, mask=cols < N)
+
+
+@triton.jit
+def fault_holding_a_lock(Lock, Waiting, Y):
+    if tl.program_id(0) == 0:
+        while tl.atomic_cas(Lock, 0, 1) == 1:
+            pass
+        while tl.atomic_add(Waiting, 0) == 0:
+            pass
+        tl.store(Y + 1, 1.0)
+        tl.atomic_xchg(Lock, 0)
+    else:
+        while tl.atomic_add(Lock, 0) == 0:
+            pass
+        tl.atomic_xchg(Waiting, 1)
+        while tl.atomic_cas(Lock, 0, 1) == 1:
+            pass
+        tl.atomic_xchg(Lock, 0)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -306,4 +324,72 @@ fn half_row_past_the_end(f16c: bool) {
         assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
         assert!(y[len - 1..].iter().all(|&v| v == sentinel), "N = {n}: memory past Y was written");
     }
+}
+
+/// Runs `launch` on a thread of its own and returns its result, failing the test if it
+/// does not finish within a minute (a launch that hangs would otherwise hang the suite).
+fn within_a_minute<T: Send + 'static>(launch: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(launch());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the launch hung")
+}
+
+/// A program that faults while holding a spin lock never releases it; the programs
+/// waiting for that lock must give up (`Status::Cancelled`), so that the launch reports
+/// the fault instead of hanging. Program 0 takes the lock, waits until program 1 spins on
+/// it, then stores past the end of `Y`; the two run on different workers (one program per
+/// chunk on two threads), so without the give-up program 1 spins forever.
+#[test]
+fn a_fault_while_holding_a_lock_is_reported_not_a_hang() {
+    let o = within_a_minute(|| {
+        let m = lnc::Jit::new()
+            .with_threads(2)
+            .unwrap()
+            .module("safety.py", SRC)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let k = m.kernel("fault_holding_a_lock", "*i32,*i32,*fp32").unwrap();
+        let (mut lock, mut waiting, mut y) = (vec![0i32], vec![0i32], vec![0f32]);
+        oob(k.launch(2, &lnc::args![&mut lock, &mut waiting, &mut y]))
+    });
+    assert_eq!((o.param.as_str(), o.offset, o.pid), ("Y", 1, [0, 0, 0]));
+    assert_eq!(o.location, "safety.py:61:9");
+}
+
+/// The same with the seed backward's dx kernel and a partial-dw buffer one row short: a
+/// program of the last group faults inside its critical section, holding the group's lock,
+/// while the other worker's programs of that group wait for it (this hung before).
+#[test]
+fn the_seed_backward_with_a_short_partial_buffer_fails_instead_of_hanging() {
+    // Rows long enough that the other worker is running programs of the last group by
+    // the time the first one faults (this launch hung in 3 of 3 runs before the fix).
+    let (n, rows, groups) = (16384usize, 512usize, 8usize);
+    let o = within_a_minute(move || {
+        let m = lnc::Jit::new().with_threads(2).unwrap().module("seed.py", seed_source()).unwrap();
+        let sig =
+            format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,{groups},{n}");
+        let k = m.kernel("_layer_norm_bwd_dx_fused", &sig).unwrap();
+        let (x, dy) = (vec![0.5f32; rows * n], vec![0.25f32; rows * n]);
+        let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
+        let (mean, rstd) = (vec![0.0f32; rows], vec![1.0f32; rows]);
+        let mut dx = vec![0.0f32; rows * n];
+        let (mut dw, mut db) = (vec![0.0f32; (groups - 1) * n], vec![0.0f32; groups * n]);
+        let mut locks = vec![0i32; 2 * groups];
+        for _ in 0..3 {
+            locks.fill(0);
+            let o = oob(k.launch(
+                rows as u32,
+                &lnc::args![
+                    &mut dx, &dy, &mut dw, &mut db, &x, &w, &b, &mean, &rstd, &mut locks, n as i32, n as i32,
+                    1e-5f32
+                ],
+            ));
+            // Which program of the last group takes its lock first, and faults, depends on
+            // timing; the others gave up waiting.
+            assert_eq!((o.param.as_str(), o.pid[0] as usize % groups), ("DW", groups - 1), "{o:?}");
+        }
+        n
+    });
+    assert_eq!(o, n);
 }

@@ -12,7 +12,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{DataDescription, Linkage, Module};
 use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
-use lnc_runtime::abi::{Status, bounds_offsets, ctx_offsets};
+use lnc_runtime::abi::{NO_FAULT, Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
 use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num, ports, prefetch};
@@ -40,6 +40,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     oob_block: Option<Block>,
     /// The shared exit of failed asserts, `(site: i32, arg: i32)`.
     assert_block: Option<Block>,
+    /// The shared exit of programs that give up waiting because another one faulted.
+    cancel_block: Option<Block>,
     /// What bounds checks need of each checked argument, loaded once in the entry block
     /// so that they dominate every access and stay out of loops.
     pub(crate) checked_args: HashMap<u32, ArgBounds>,
@@ -162,6 +164,7 @@ pub(crate) fn codegen_fn(
         helpers: HashMap::new(),
         oob_block: None,
         assert_block: None,
+        cancel_block: None,
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
@@ -515,6 +518,33 @@ impl FunctionCx<'_, '_> {
         b
     }
 
+    /// Returns [`Status::Cancelled`] if a program of the launch has faulted (see the ABI
+    /// on `ProgramCtx::stop`): emitted at the top of each turn of a loop that may wait for
+    /// another program, which may have faulted while holding the lock it waits for.
+    fn give_up_after_fault(&mut self) {
+        let stop = self.load_abi(types::I64, self.abi[3], ctx_offsets::STOP);
+        // An atomic load: Cranelift keeps a plain one out of the loop if nothing in it
+        // writes memory it knows of.
+        let lowest = self.bcx.ins().atomic_load(types::I64, MemFlagsData::trusted(), stop);
+        let faulted = self.bcx.ins().icmp_imm_s(IntCC::NotEqual, lowest, NO_FAULT as i64);
+        let cancel = self.cancel_block();
+        let go_on = self.bcx.create_block();
+        self.bcx.ins().brif(faulted, cancel, &[], go_on, &[]);
+        self.bcx.switch_to_block(go_on);
+    }
+
+    /// The shared exit of programs that give up waiting, filled by
+    /// [`FunctionCx::fill_exit_blocks`].
+    fn cancel_block(&mut self) -> Block {
+        if let Some(b) = self.cancel_block {
+            return b;
+        }
+        let b = self.bcx.create_block();
+        self.bcx.set_cold_block(b);
+        self.cancel_block = Some(b);
+        b
+    }
+
     /// Emits the bodies of the shared exit blocks used so far.
     fn fill_exit_blocks(&mut self) {
         if let Some(b) = self.oob_block {
@@ -545,6 +575,13 @@ impl FunctionCx<'_, '_> {
             let elem = self.bcx.ins().iadd(first, k);
             self.store_fault(site, arg, elem);
             let status = self.bcx.ins().iconst(types::I32, Status::OutOfBounds as i64);
+            self.bcx.ins().return_(&[status]);
+        }
+        if let Some(b) = self.cancel_block {
+            self.bcx.switch_to_block(b);
+            let ran = self.bcx.ins().isub(self.count, self.left);
+            self.bcx.ins().store(MemFlagsData::trusted(), ran, self.abi[3], ctx_offsets::RAN);
+            let status = self.bcx.ins().iconst(types::I32, Status::Cancelled as i64);
             self.bcx.ins().return_(&[status]);
         }
         if let Some(b) = self.assert_block {
@@ -1151,6 +1188,9 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
 
     fx.bcx.switch_to_block(body);
     let fwd = block_vals(fx, body, 0, &fwd_tys)?;
+    if uses_atomics(f, inst) {
+        fx.give_up_after_fault();
+    }
     let next = yielded(codegen_region(fx, after, &fwd)?, "a while body")?;
     let next = canonical_args(fx, &carried_tys, &next)?;
     fx.bcx.ins().jump(cond, &block_args(&next));
@@ -1166,6 +1206,14 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
         fx.def(r, v);
     }
     Ok(())
+}
+
+/// Whether the regions of `inst` use atomics: then a loop may be waiting for another
+/// program.
+fn uses_atomics(f: &lir::Function, inst: lir::Inst) -> bool {
+    f.insts[inst].regions.iter().flat_map(|r| &r.insts).any(|&i| {
+        matches!(f.insts[i].opcode, Opcode::Atomic { .. } | Opcode::AtomicCas { .. }) || uses_atomics(f, i)
+    })
 }
 
 fn codegen_if(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {

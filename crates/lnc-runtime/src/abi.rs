@@ -16,10 +16,17 @@
 //! - The return value is a [`Status`] code: 0 when all `count` programs finished. A
 //!   program that faults ends the call: the kernel fills `ctx.fault` and sets `ctx.ran` to
 //!   the number of programs of the call that finished before it.
+//! - A program waiting in a `while` loop that uses atomics (a spin lock) reads
+//!   `*ctx.stop` on every turn of the loop, and gives up with [`Status::Cancelled`]
+//!   (setting `ctx.ran` too) once it no longer holds [`NO_FAULT`]: a program that faulted
+//!   while holding a lock would otherwise keep the programs waiting for it spinning
+//!   forever, and the launch would hang instead of reporting the fault.
 //!
 //! Running a chunk of programs per call, rather than one, keeps the call, the function's
 //! prologue and the loads of everything that does not depend on the pid (argument slots,
 //! bounds) out of the per-program cost.
+
+use std::sync::atomic::AtomicU64;
 
 /// Status codes a kernel returns.
 #[repr(u32)]
@@ -31,7 +38,13 @@ pub enum Status {
     OutOfBounds = 1,
     /// A `device_assert` failed; `ctx.fault.site` says which.
     AssertFailed = 2,
+    /// The program stopped waiting in a loop because another program of the launch
+    /// faulted (`*ctx.stop` is not [`NO_FAULT`]); not a fault of its own.
+    Cancelled = 3,
 }
+
+/// What `*ProgramCtx::stop` holds while no program of the launch has faulted.
+pub const NO_FAULT: u64 = u64::MAX;
 
 /// The valid byte range of one pointer argument, relative to the address passed in its
 /// slot: an access of `size` bytes at byte offset `off` is in bounds when
@@ -77,6 +90,10 @@ pub struct ProgramCtx {
     /// Written with `fault`: how many programs of the call finished before the one that
     /// stopped.
     pub ran: u64,
+    /// The launch's lowest faulting flat program index, [`NO_FAULT`] while none has
+    /// faulted; written by the launcher, read by programs waiting in loops (see the module
+    /// docs). Never null.
+    pub stop: *const AtomicU64,
 }
 
 /// Byte offsets of [`ProgramCtx`]'s fields, for code generation.
@@ -93,6 +110,8 @@ pub mod ctx_offsets {
     pub const FAULT_OFFSET: i32 = 24;
     /// `ran` (u64).
     pub const RAN: i32 = 32;
+    /// `stop` (a pointer to a u64).
+    pub const STOP: i32 = 40;
 }
 
 /// Byte offsets of [`Bounds`]'s fields and its size, for code generation.
@@ -130,6 +149,7 @@ mod tests {
             ctx_offsets::FAULT_OFFSET
         );
         assert_eq!(offset_of!(ProgramCtx, ran) as i32, ctx_offsets::RAN);
+        assert_eq!(offset_of!(ProgramCtx, stop) as i32, ctx_offsets::STOP);
         assert_eq!(std::mem::size_of::<Bounds>() as i32, bounds_offsets::SIZE);
     }
 }

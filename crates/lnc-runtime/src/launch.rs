@@ -34,13 +34,19 @@
 //! chunk stops at its first faulting program, and workers take no chunk that starts above
 //! the lowest fault seen so far, so every program that could fault earlier still runs and
 //! a faulting launch does not run to the end of the grid.
+//!
+//! One exception: a program waiting in a loop that uses atomics gives up once any program
+//! has faulted ([`Status::Cancelled`], see [`crate::abi`]), because the faulting program
+//! may hold the lock it waits for, and would then keep it waiting forever. A program that
+//! gave up does not run on to a fault of its own, so when programs wait for each other the
+//! program reported can depend on timing, as the order in which they take a lock does.
 
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::abi::{Bounds, Fault, KernelFn, ProgramCtx, Status, ZEROED_SCRATCH_BYTES};
+use crate::abi::{Bounds, Fault, KernelFn, NO_FAULT, ProgramCtx, Status, ZEROED_SCRATCH_BYTES};
 
 /// Alignment of scratch areas, as the ABI promises.
 pub const SCRATCH_ALIGN: usize = 64;
@@ -179,7 +185,7 @@ pub unsafe fn launch(
         args: args.as_ptr(),
         bounds: bounds.as_ptr(),
         scratch_bytes,
-        lowest_fault: AtomicU64::new(u64::MAX),
+        lowest_fault: AtomicU64::new(NO_FAULT),
     };
     if total == 1 {
         return job.run_worker(&AtomicU64::new(0), 1, 1).map_err(|f| f.1);
@@ -239,7 +245,8 @@ struct Job {
     args: *const u64,
     bounds: *const Bounds,
     scratch_bytes: usize,
-    /// Flat index of the lowest faulting program seen so far.
+    /// Flat index of the lowest faulting program seen so far ([`NO_FAULT`] while none);
+    /// programs waiting in loops read it through [`ProgramCtx::stop`].
     lowest_fault: AtomicU64,
 }
 
@@ -259,8 +266,13 @@ impl Job {
             // SAFETY: the area holds at least `scratch_bytes` bytes.
             unsafe { std::ptr::write_bytes(scratch.ptr, 0, self.scratch_bytes.min(ZEROED_SCRATCH_BYTES)) };
         }
-        let mut ctx =
-            ProgramCtx { bounds: self.bounds, scratch: scratch.ptr, fault: Fault::default(), ran: 0 };
+        let mut ctx = ProgramCtx {
+            bounds: self.bounds,
+            scratch: scratch.ptr,
+            fault: Fault::default(),
+            ran: 0,
+            stop: &self.lowest_fault,
+        };
         let mut result = Ok(());
         loop {
             let start = next.fetch_add(chunk, Ordering::Relaxed);
@@ -289,7 +301,9 @@ impl Job {
         let pid = self.pid_of(start);
         // SAFETY: the caller's guarantees documented on `launch`.
         let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx, end - start) };
-        if code == Status::Ok as u32 {
+        // A cancelled program gave up waiting because another one faulted, which that
+        // program's worker reports; the rest of the chunk is not run.
+        if code == Status::Ok as u32 || code == Status::Cancelled as u32 {
             return Ok(());
         }
         // A kernel that follows the ABI says which of its programs stopped; the clamp keeps
@@ -503,6 +517,35 @@ mod tests {
         }
     }
 
+    /// Program 1 sets `*args[0]` and then waits until `*ctx.stop` reports a fault, as a
+    /// program spinning on a lock held by a faulting one does, and gives up with
+    /// `Cancelled`; program 0 waits for that flag and faults.
+    unsafe extern "C" fn fault_while_one_waits(
+        args: *const u64,
+        pid: *const u32,
+        nprog: *const u32,
+        ctx: *mut ProgramCtx,
+        count: u64,
+    ) -> u32 {
+        unsafe {
+            let waiting = &*(*args as *const AtomicU32);
+            each_program(pid, nprog, ctx, count, |p| {
+                if p[0] == 0 {
+                    while waiting.load(Ordering::Acquire) == 0 {
+                        std::hint::spin_loop();
+                    }
+                    (*ctx).fault = Fault { site: 5, arg: 0, offset: 1 };
+                    return Status::OutOfBounds as u32;
+                }
+                waiting.store(1, Ordering::Release);
+                while (*(*ctx).stop).load(Ordering::Relaxed) == NO_FAULT {
+                    std::hint::spin_loop();
+                }
+                Status::Cancelled as u32
+            })
+        }
+    }
+
     /// Checks the scratch area is aligned and private to the worker while it runs.
     unsafe extern "C" fn use_scratch(
         args: *const u64,
@@ -642,6 +685,26 @@ mod tests {
                 assert_eq!(&out[..7], &[0, 1, 2, 3, 4, 5, 6]);
             }
         }
+    }
+
+    /// A program that gives up waiting (`Cancelled`) is not reported; the fault that
+    /// made it give up is. Two programs on two threads run on different workers (chunks of
+    /// one program), so program 1 is waiting when program 0 faults.
+    #[test]
+    fn a_cancelled_program_gives_way_to_the_fault() {
+        let p = pool(2);
+        let waiting = AtomicU32::new(0);
+        let args = [pack_ptr(&waiting)];
+        let err =
+            run(fault_while_one_waits, [2, 1, 1], &args, &[Bounds::default()], 0, Some(&p)).unwrap_err();
+        assert_eq!(
+            err,
+            LaunchError::Fault {
+                status: Status::OutOfBounds,
+                pid: [0, 0, 0],
+                fault: Fault { site: 5, arg: 0, offset: 1 }
+            }
+        );
     }
 
     #[test]
