@@ -62,6 +62,19 @@ def runtime_negative_step(X, Out, lo, hi, step):
 
 
 @triton.jit
+def range_edges(Out, lo, hi, step):
+    # How many turns, and the last index: ranges whose index past the bound does not fit
+    # the index's type.
+    count = 0
+    last = lo
+    for i in range(lo, hi, step):
+        count += 1
+        last = i
+    tl.store(Out, count)
+    tl.store(Out + 1, last)
+
+
+@triton.jit
 def collatz(X, Steps, Peak, n):
     pid = tl.program_id(0)
     if pid < n:

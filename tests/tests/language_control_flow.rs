@@ -109,6 +109,75 @@ fn runtime_steps_of_either_sign() {
     }
 }
 
+/// Ranges near the ends of the index's type: the step past the last index overflows it,
+/// and the loop must still stop there, as Python's `range` does (it wrapped around and
+/// ran on before, forever for `range(0, 2**31 - 1, 1024)`). Each case runs on the JIT and
+/// the interpreter (which counts the turns in 128 bits) and against Python's count.
+#[test]
+fn ranges_whose_next_index_overflows_stop_at_the_bound() {
+    let m = module();
+    let (i32max, i32min) = (i32::MAX as i64, i32::MIN as i64);
+    let cases: Vec<(&str, i64, i64, i64)> = vec![
+        ("i32", i32max - 700, i32max, 100),
+        ("i32", i32max - 47, i32max, 100),
+        ("i32", i32max, i32min, -1 << 30),
+        ("i32", i32min, i32max, i32max),
+        ("i32", i32min + 5, i32min, -3),
+        ("i64", i64::MAX - 1000, i64::MAX, 500),
+        ("i64", i64::MIN, i64::MAX, i64::MAX),
+        ("i64", i64::MAX, i64::MIN, -(1 << 62)),
+        ("i64", i64::MIN + 9, i64::MIN, -4),
+        ("u32", u32::MAX as i64 - 300, u32::MAX as i64, 200),
+        ("u64", (u64::MAX - 300) as i64, u64::MAX as i64, 200),
+    ];
+    for (ty, lo, hi, step) in cases {
+        let arg = |v: i64| -> A {
+            match ty {
+                "i32" => (v as i32).into(),
+                "i64" => v.into(),
+                "u32" => (v as u32).into(),
+                _ => (v as u64).into(),
+            }
+        };
+        let sig = format!("*i64,{ty},{ty},{ty}");
+        let case = Case::new("range_edges", &sig, 1, vec![vec![0i64; 2].into(), arg(lo), arg(hi), arg(step)]);
+        let out = diff(&m, &case);
+        // Python's range over the values as the type reads them.
+        let val = |v: i64| -> i128 { if ty.starts_with('u') { v as u64 as i128 } else { v as i128 } };
+        let (l, h, s) = (val(lo), val(hi), val(step));
+        let count = if s > 0 { ((h - l).max(0) + s - 1) / s } else { ((l - h).max(0) - s - 1) / -s };
+        let last = if count > 0 { l + (count - 1) * s } else { l };
+        let got = out[0].data().to_i64s();
+        assert_eq!(
+            (got[0] as i128, got[1] as u64 as i128 & mask(ty)),
+            (count, last & mask(ty)),
+            "{ty} range({lo}, {hi}, {step})"
+        );
+    }
+}
+
+/// The bits of a value of type `ty` (the stored `last` is sign- or zero-extended).
+fn mask(ty: &str) -> i128 {
+    if ty.ends_with("32") { 0xffff_ffff } else { 0xffff_ffff_ffff_ffff }
+}
+
+/// A zero step known only at run time: Python's `range` raises, Triton's compiled loop
+/// would never end; lnc runs no turn (the interpreter reports it as an error).
+#[test]
+fn a_zero_step_at_run_time_runs_no_turn() {
+    let m = module();
+    for (lo, hi) in [(0, 5), (5, 0), (3, 3)] {
+        let case = Case::new(
+            "range_edges",
+            "*i64,i32,i32,i32",
+            1,
+            vec![vec![-1i64; 2].into(), lo.into(), hi.into(), 0i32.into()],
+        );
+        let out = run_jit(&m, &case).unwrap();
+        assert_eq!(out[0].data().to_i64s(), vec![0, lo as i64], "range({lo}, {hi}, 0)");
+    }
+}
+
 #[test]
 fn while_loop_collatz() {
     let m = module();

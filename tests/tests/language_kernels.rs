@@ -54,6 +54,7 @@ const OWN_TESTS: &[(&str, &str)] = &[
     ("tests/kernels/assign.py", "assign_loop"),
     ("tests/kernels/assign.py", "assign_tuple"),
     ("tests/kernels/assign.py", "assign_block_size"),
+    ("tests/kernels/control_flow.py", "range_edges"),
 ];
 
 const HELPERS: &[(&str, &str)] = &[

@@ -15,7 +15,11 @@ use lnc_lir::{self as lir, Const, DType, Opcode, Ty};
 use lnc_runtime::abi::{NO_FAULT, Status, bounds_offsets, ctx_offsets};
 
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, CodegenOptions, chain, half, hoist, induction, memory, num, ports, prefetch};
+use crate::{
+    CodegenError, CodegenOptions, chain, half, hoist,
+    induction::{self, Stepping},
+    memory, num, ports, prefetch,
+};
 
 /// Everything the `codegen_*` functions share while translating one function.
 pub(crate) struct FunctionCx<'a, 'b> {
@@ -300,7 +304,7 @@ fn create_blocks(
             // body(iv, carried...), exit(carried...); an index that never wraps runs in i64.
             Opcode::For => {
                 let mut body = region_tys(0);
-                if induction::wide_step(f, ranges, inst).is_some() {
+                if induction::stepping(f, ranges, inst) != Stepping::Checked {
                     body[0] = Ty::Scalar(DType::I64);
                 }
                 vec![body, result_tys]
@@ -901,15 +905,32 @@ fn yielded(exit: Option<Exit>, what: &str) -> Result<Vec<CVal>, CodegenError> {
 }
 
 /// `iv` has not reached `ub`: `iv < ub` for a positive step, `iv > ub` for a negative
-/// one. With a constant step (the usual case) Cranelift folds the choice away.
+/// one, never for a zero step (Python's `range` rejects it; a loop that never steps
+/// would never end). With a constant step (the usual case) Cranelift folds the choice
+/// away.
 fn loop_continues(fx: &mut FunctionCx, d: DType, iv: Value, ub: Value, step: Value) -> Value {
     if !d.is_signed() {
-        return fx.bcx.ins().icmp(IntCC::UnsignedLessThan, iv, ub);
+        let below = fx.bcx.ins().icmp(IntCC::UnsignedLessThan, iv, ub);
+        let steps = fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, step, 0);
+        return fx.bcx.ins().band(below, steps);
     }
     let up = fx.bcx.ins().icmp_imm_s(IntCC::SignedGreaterThan, step, 0);
+    let down = fx.bcx.ins().icmp_imm_s(IntCC::SignedLessThan, step, 0);
     let below = fx.bcx.ins().icmp(IntCC::SignedLessThan, iv, ub);
     let above = fx.bcx.ins().icmp(IntCC::SignedGreaterThan, iv, ub);
+    let above = fx.bcx.ins().band(above, down);
     fx.bcx.ins().select(up, below, above)
+}
+
+/// `v` of integer dtype `d` extended to `i64` by its signedness.
+fn extend_to_i64(fx: &mut FunctionCx, d: DType, v: Value) -> Value {
+    if fx.bcx.func.dfg.value_type(v) == types::I64 {
+        v
+    } else if d.is_signed() {
+        fx.bcx.ins().sextend(types::I64, v)
+    } else {
+        fx.bcx.ins().uextend(types::I64, v)
+    }
 }
 
 /// A rotated loop: the entry tests the first iteration, the body's end tests the next,
@@ -935,11 +956,11 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
     let init = canonical_args(fx, &carried_tys, &init)?;
     let first = loop_continues(fx, d, lb, ub, step);
-    // An index that never wraps runs in i64 (see `induction.rs`).
-    let wide_step = induction::wide_step(fx.f, &fx.ranges, inst);
-    let (lb_body, ub64) = match wide_step {
-        Some(_) => (fx.bcx.ins().sextend(types::I64, lb), Some(fx.bcx.ins().sextend(types::I64, ub))),
-        None => (lb, None),
+    // Indices of at most 32 bits run in i64 (see `induction.rs`).
+    let stepping = induction::stepping(fx.f, &fx.ranges, inst);
+    let (lb_body, ub64) = match stepping {
+        Stepping::Checked => (lb, None),
+        _ => (extend_to_i64(fx, d, lb), Some(extend_to_i64(fx, d, ub))),
     };
     let entry_vals = [&[lb_body][..], &init].concat();
     // A loop with streaming stores runs in two copies, chosen once on entry by its
@@ -968,12 +989,12 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         let params = block_args(fx.bcx.block_params(dispatch));
         fx.bcx.ins().brif(flag, body, &params, cached, &params);
         fx.streaming = true;
-        let streamed = for_body(fx, inst, body, exit, (wide_step, ub64));
+        let streamed = for_body(fx, inst, body, exit, (stepping, ub64));
         fx.streaming = false;
         streamed?;
-        for_body(fx, inst, cached, exit, (wide_step, ub64))?;
+        for_body(fx, inst, cached, exit, (stepping, ub64))?;
     } else {
-        for_body(fx, inst, body, exit, (wide_step, ub64))?;
+        for_body(fx, inst, body, exit, (stepping, ub64))?;
     }
 
     fx.bcx.switch_to_block(exit);
@@ -1103,7 +1124,7 @@ fn for_body(
     inst: lir::Inst,
     body: Block,
     exit: Block,
-    (wide_step, ub64): (Option<i64>, Option<Value>),
+    (stepping, ub64): (Stepping, Option<Value>),
 ) -> Result<(), CodegenError> {
     let f = fx.f;
     let data = &f.insts[inst];
@@ -1113,24 +1134,39 @@ fn for_body(
     let carried_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     fx.bcx.switch_to_block(body);
     let param = fx.bcx.block_params(body)[0];
-    let iv = if wide_step.is_some() {
-        fx.wide.insert(region.args[0], param);
-        fx.bcx.ins().ireduce(types::I32, param)
-    } else {
-        param
+    let narrow = value::scalar_type(d)?;
+    let iv = match stepping {
+        Stepping::Wide(_) => {
+            fx.wide.insert(region.args[0], param);
+            fx.bcx.ins().ireduce(narrow, param)
+        }
+        Stepping::Extended if narrow != types::I64 => fx.bcx.ins().ireduce(narrow, param),
+        Stepping::Extended | Stepping::Checked => param,
     };
     let mut args = vec![CVal::Scalar(iv)];
     args.extend(block_vals(fx, body, 1, &carried_tys)?);
     let next = yielded(codegen_region(fx, region, &args)?, "a for body")?;
     let next = canonical_args(fx, &carried_tys, &next)?;
-    let (iv_next, again) = match (wide_step, ub64) {
-        (Some(s), Some(ub64)) => {
+    let (iv_next, again) = match (stepping, ub64) {
+        (Stepping::Wide(s), Some(ub64)) => {
             let next = fx.bcx.ins().iadd_imm_s(param, s);
             (next, fx.bcx.ins().icmp(IntCC::SignedLessThan, next, ub64))
         }
+        (Stepping::Extended, Some(ub64)) => {
+            // Both operands fit in 33 bits: the sum cannot wrap.
+            let step64 = extend_to_i64(fx, d, step);
+            let next = fx.bcx.ins().iadd(param, step64);
+            (next, loop_continues(fx, DType::I64, next, ub64, step64))
+        }
         _ => {
-            let next = fx.bcx.ins().iadd(iv, step);
-            (next, loop_continues(fx, d, next, ub, step))
+            let (next, wrapped) = if d.is_signed() {
+                fx.bcx.ins().sadd_overflow(iv, step)
+            } else {
+                fx.bcx.ins().uadd_overflow(iv, step)
+            };
+            let before_ub = loop_continues(fx, d, next, ub, step);
+            let no_wrap = fx.bcx.ins().icmp_imm_u(IntCC::Equal, wrapped, 0);
+            (next, fx.bcx.ins().band(before_ub, no_wrap))
         }
     };
     let body_args = block_args(&[&[iv_next][..], &next].concat());

@@ -12,12 +12,44 @@
 //! ([`lnc_lir::ranges`]). A loop qualifies when `hi(ub) + step` still fits in `i32`: then
 //! no step of its index wraps, and the `i64` copy equals the sign extension of the index
 //! on every iteration.
+//!
+//! Every other loop must still stop where Python's `range` stops ([`Stepping`]): an index
+//! of at most 32 bits steps in `i64` too, only its addressing stays on the `i32` index;
+//! a 64-bit index ends the loop on the overflow flag of its step.
 
 use cranelift_codegen::ir::Value;
 use lnc_lir::ranges::{Ranges, const_int};
 use lnc_lir::{self as lir, BinOp, DType, Opcode, Ty, ValueDef};
 
 use crate::base::FunctionCx;
+
+/// How the index of a `for` loop steps. Python's `range`, which Triton's loops follow,
+/// stops at the bound even where the next index would not fit the index's type; the
+/// index must then not wrap around into the range again (a loop `range(0, n, 1024)` with
+/// `n` near `2**31` would run forever, and a bounds check hoisted in front of the loop
+/// would not cover the wrapped indices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stepping {
+    /// A constant positive step whose index provably never wraps ([`wide_step`]): the
+    /// loop runs its index in `i64` and its `i64` copy serves addressing.
+    Wide(i64),
+    /// An index of at most 32 bits stepped in `i64` (sign- or zero-extended by its
+    /// signedness), where the step past the bound cannot wrap.
+    Extended,
+    /// A 64-bit index: the overflow flag of the step ends the loop.
+    Checked,
+}
+
+/// How the index of `for` instruction `l` steps.
+pub(crate) fn stepping(f: &lir::Function, ranges: &Ranges, l: lir::Inst) -> Stepping {
+    if let Some(s) = wide_step(f, ranges, l) {
+        return Stepping::Wide(s);
+    }
+    match f.ty(f.insts[l].args[0]).dtype().bits() {
+        64 => Stepping::Checked,
+        _ => Stepping::Extended,
+    }
+}
 
 /// The constant positive step of `for` instruction `l` when its index runs in `i64`.
 pub(crate) fn wide_step(f: &lir::Function, ranges: &Ranges, l: lir::Inst) -> Option<i64> {

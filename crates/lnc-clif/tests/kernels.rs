@@ -1048,8 +1048,9 @@ fn hoisted_checks_cover_the_whole_loop() {
 }
 
 /// `for i = 0 to min(n, 64) step 4 { Y[i:i+4] = X[i+2 : i+6] }`: the index provably stays
-/// below 64, so the loop runs it in `i64` and addresses from it; an unbounded `n` keeps
-/// the `i32` index. Both compute the same copies.
+/// below 64, so the loop addresses from its `i64` copy; with an unbounded `n` the index
+/// also steps in `i64` (so that the step past `n` cannot wrap), but `i + 2` might
+/// overflow, so addresses sign-extend the `i32` sum. Both compute the same copies.
 #[test]
 fn loop_indices_that_cannot_wrap_run_in_i64() {
     for bounded in [true, false] {
@@ -1077,8 +1078,17 @@ fn loop_indices_that_cannot_wrap_run_in_i64() {
             &CodegenOptions { checked: false, emit_text: false, ..Default::default() },
         )
         .unwrap();
+        // Both step their index in i64 (stepping past an unbounded `n` must not wrap);
+        // only the bounded loop addresses from it, the other sign-extends its i32 index.
         let header = text.lines().find(|l| l.starts_with("block1(")).expect("a loop body block");
-        assert_eq!(header.contains("i64"), bounded, "i64 index only when bounded:\n{text}");
+        assert!(header.contains("i64"), "the index steps in i64:\n{text}");
+        let body: String =
+            text.lines().skip_while(|l| !l.starts_with("block1(")).take_while(|l| !l.is_empty()).collect();
+        assert_eq!(
+            body.contains("sextend"),
+            !bounded,
+            "addresses from the i64 index only when bounded:\n{text}"
+        );
         for opts in MODES {
             let k = compile_ok(&f, &opts);
             for len in [0i64, 4, 8, 60, 64] {
