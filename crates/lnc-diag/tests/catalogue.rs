@@ -304,6 +304,12 @@ const SECTIONS: &[Section] = &[
             ),
             e(
                 &FRONT,
+                "volatile_load",
+                "`volatile` load",
+                "lnc compiles loads that it may merge or move out of loops, so a loop waiting on a `volatile=True` load for another program's store is refused; read such a value with an atomic (`tl.atomic_add(ptr, 0)`).",
+            ),
+            e(
+                &FRONT,
                 "too_many_arguments",
                 "Too many arguments to a builtin",
                 "The call gives more positional arguments than the builtin has parameters; the message shows its signature.",

@@ -1015,6 +1015,18 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         )?;
         let mut p = self.ptr_arg(a[0].as_ref().ok_or(Failed)?, "tl.load")?;
         self.check_no_block_ptr_args(&a[3], &a[4])?;
+        if let Some(v) = given(&a[7]).cloned()
+            && self.const_bool(&v, "`volatile`")?
+        {
+            // A plain load may be merged with others or moved out of a loop, so a loop
+            // waiting on a `volatile` load for another program's store could run forever
+            // or not at all: better no code than wrong code.
+            let d = Diagnostic::error("`volatile=True` loads are not supported", v.span, "")
+                .with_help(
+                    "to read a value other programs write while this one runs, use an atomic: `tl.atomic_add(ptr, 0)`",
+                );
+            return self.fail(d);
+        }
         let mask = given(&a[1]).cloned();
         let other = given(&a[2]).cloned();
         if mask.is_none()

@@ -52,6 +52,18 @@ def k(X):
 );
 
 error_test!(
+    volatile_load,
+    "*i32,*fp32",
+    r#"
+@triton.jit
+def k(Flag, X):
+    while tl.load(Flag, volatile=True) == 0:
+        pass
+    tl.store(X, 1.0)
+"#
+);
+
+error_test!(
     unsupported_tl_function,
     "*fp32",
     r#"
