@@ -102,3 +102,33 @@ def scalar_ops(A, B, S, Out, Cmp):
     tl.store(Cmp + pid * 6 + 3, a != b)
     tl.store(Cmp + pid * 6 + 4, a > b)
     tl.store(Cmp + pid * 6 + 5, a >= b)
+
+
+@triton.jit
+def bool_arithmetic(X, Out):
+    # Four pairs (a, b) of int1 values, from X (0 or 1): arithmetic on one bit, modulo 2,
+    # as compiled Triton computes it. Blocks first, then the same on the scalars of the
+    # program's pair.
+    offs = tl.arange(0, 4)
+    a = tl.load(X + offs * 2) != 0
+    b = tl.load(X + offs * 2 + 1) != 0
+    Out += tl.program_id(0) * 64
+    tl.store(Out + offs * 8 + 0, a + b)
+    tl.store(Out + offs * 8 + 1, a - b)
+    tl.store(Out + offs * 8 + 2, a * b)
+    tl.store(Out + offs * 8 + 3, a // b)
+    tl.store(Out + offs * 8 + 4, a % b)
+    tl.store(Out + offs * 8 + 5, a << b)
+    tl.store(Out + offs * 8 + 6, a >> b)
+    tl.store(Out + offs * 8 + 7, -a)
+    pid = tl.program_id(0)
+    sa = tl.load(X + pid * 2) != 0
+    sb = tl.load(X + pid * 2 + 1) != 0
+    tl.store(Out + 32 + 0, sa + sb)
+    tl.store(Out + 32 + 1, sa - sb)
+    tl.store(Out + 32 + 2, sa * sb)
+    tl.store(Out + 32 + 3, sa // sb)
+    tl.store(Out + 32 + 4, sa % sb)
+    tl.store(Out + 32 + 5, sa << sb)
+    tl.store(Out + 32 + 6, sa >> sb)
+    tl.store(Out + 32 + 7, -sa)

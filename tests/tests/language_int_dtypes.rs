@@ -383,3 +383,42 @@ fn scalar_operations_on_every_dtype() {
     let mut rng = rng();
     for_each_int_dtype!(scalar_case, m, rng);
 }
+
+/// Arithmetic on `int1` values is arithmetic on one bit, modulo 2, as compiled Triton
+/// computes it (`True + True` is `False`), on blocks and on scalars; division and
+/// remainder by zero give 0 and a shift by 1 shifts the bit out, as for every integer
+/// type. It stopped code generation with an internal error before.
+#[test]
+fn bool_arithmetic_is_modulo_two() {
+    let m = module();
+    let pairs = [(0i32, 0i32), (0, 1), (1, 0), (1, 1)];
+    let x: Vec<i32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    let case = Case::new("bool_arithmetic", "*i32,*i32", 4, vec![x.into(), vec![POISON_I32; 4 * 64].into()]);
+    let out = diff(&m, &case)[1].data().to_i64s();
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        let want = [
+            a ^ b,
+            a ^ b,
+            a & b,
+            if b == 0 { 0 } else { a },
+            0,
+            if b == 0 { a } else { 0 },
+            if b == 0 { a } else { 0 },
+            a,
+        ];
+        for program in 0..4 {
+            let block = &out[program * 64 + k * 8..][..8];
+            let want: Vec<i64> = want.iter().map(|&v| v as i64).collect();
+            assert_eq!(
+                block,
+                &want[..],
+                "block lanes of pair ({a}, {b}), program {program}: + - * // % << >> -a"
+            );
+        }
+        assert_eq!(
+            &out[k * 64 + 32..][..8],
+            &want.map(|v| v as i64)[..],
+            "scalars ({a}, {b}): + - * // % << >> -a"
+        );
+    }
+}

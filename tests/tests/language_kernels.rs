@@ -49,6 +49,7 @@ const OWN_TESTS: &[(&str, &str)] = &[
     ("tests/kernels/int_dtypes.py", "shifts"),
     ("tests/kernels/int_dtypes.py", "compares"),
     ("tests/kernels/int_dtypes.py", "scalar_ops"),
+    ("tests/kernels/int_dtypes.py", "bool_arithmetic"),
     ("tests/kernels/assign.py", "assign_int"),
     ("tests/kernels/assign.py", "assign_float"),
     ("tests/kernels/assign.py", "assign_loop"),

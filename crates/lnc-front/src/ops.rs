@@ -312,6 +312,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let (a, b, d) =
             self.numeric_pair(&l, &r, matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Mod), sym, span)?;
         let t = self.ty(a);
+        if d.is_bool()
+            && let Some(v) = self.bool_arithmetic(op, a, b, span)
+        {
+            return Ok(Val::Tensor(v));
+        }
         let bop = match op {
             BinOp::Add => BBin::Add,
             BinOp::Sub => BBin::Sub,
@@ -378,6 +383,31 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             BinOp::MatMul => return Err(Failed),
         };
         Ok(Val::Tensor(self.emit(Opcode::Binary(bop), vec![a, b], t, span)))
+    }
+
+    /// Arithmetic on `int1` operands (of one shape), as compiled Triton computes it: on one
+    /// bit, modulo 2, so that `True + True` is `False` (as Triton's interpreter gives for
+    /// assigned booleans). Spelt with the logical operators, which code generation has for
+    /// `int1`: `+` and `-` are `^`, `*` is `&`; `//` is `&` and `%` is 0 (division by 1, or by
+    /// zero, which gives 0 as for every integer type); a shift by 1 is by the whole width,
+    /// giving 0, so `<<` and `>>` are `a & ~b`. `None` for the other operators.
+    fn bool_arithmetic(&mut self, op: BinOp, a: Value, b: Value, span: Span) -> Option<Value> {
+        let t = self.ty(a);
+        let bin =
+            |me: &mut Self, o: BBin, x: Value, y: Value| me.emit(Opcode::Binary(o), vec![x, y], t, span);
+        Some(match op {
+            BinOp::Add | BinOp::Sub => bin(self, BBin::Xor, a, b),
+            BinOp::Mul | BinOp::FloorDiv => bin(self, BBin::And, a, b),
+            BinOp::Mod => {
+                let z = self.const_of(&Cv::Bool(false), DType::I1, span);
+                self.splat(z, t.shape, span)
+            }
+            BinOp::Shl | BinOp::Shr => {
+                let nb = self.emit(Opcode::Unary(UnOp::Not), vec![b], t, span);
+                bin(self, BBin::And, a, nb)
+            }
+            _ => return None,
+        })
     }
 
     fn operand_desc(&self, o: &Opnd) -> String {
@@ -545,6 +575,10 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 .with_label(x.span, type_str(t));
             return self.fail(dg);
         };
+        // `-x` of one bit, modulo 2, is `x` (see `bool_arithmetic`).
+        if op == UnaryOp::Neg && d.is_bool() {
+            return Ok(Val::Tensor(v));
+        }
         let out = match op {
             UnaryOp::Pos => v,
             UnaryOp::Neg => self.emit(Opcode::Unary(UnOp::Neg), vec![v], t, span),
