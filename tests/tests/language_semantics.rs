@@ -318,3 +318,40 @@ fn rejected_operations_are_diagnosed() {
         assert!(text.contains("semantics.py:"), "{kernel}: no source location in\n{text}");
     }
 }
+
+/// A name defined twice is bound to its last definition, as Python binds it: the kernel
+/// compiled, the helper a kernel calls, and the listing of the module's kernels.
+#[test]
+fn the_last_definition_of_a_name_wins() {
+    const SRC: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def helper(x):
+    return x + 1.0
+
+
+@triton.jit
+def k(X):
+    tl.store(X, 1.0)
+
+
+@triton.jit
+def helper(x):
+    return x + 10.0
+
+
+@triton.jit
+def k(X):
+    tl.store(X, helper(2.0))
+"#;
+    let m = lnc::Jit::new().module("dup.py", SRC).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = m.kernels().into_iter().map(|k| k.name).collect();
+    assert_eq!(names, ["helper", "k"]);
+    assert_eq!(m.kernels()[1].location.0, 21, "the second `k`");
+    let k = m.kernel("k", "*fp32").unwrap();
+    let mut x = vec![0.0f32];
+    k.launch(1, &lnc::args![&mut x]).unwrap();
+    assert_eq!(x, [12.0]);
+}

@@ -98,7 +98,8 @@ impl Kernel {
                 written: written.contains(&p.slot),
             })
             .collect();
-        let slots = module.ast.functions.iter().find(|f| f.name.name == name).map_or(0, |f| f.params.len());
+        let slots =
+            module.ast.functions.iter().rev().find(|f| f.name.name == name).map_or(0, |f| f.params.len());
         Ok(Kernel {
             name: name.to_string(),
             file: module.file.clone(),

@@ -59,12 +59,15 @@ impl Module {
         &self.ast
     }
 
-    /// The `@jit` functions of the file, in source order.
+    /// The `@jit` functions of the file, in source order; of a name defined twice, the last
+    /// definition, which Python binds (and which `Module::kernel` compiles and calls reach).
     pub fn kernels(&self) -> Vec<KernelInfo> {
-        self.ast
-            .functions
-            .iter()
-            .map(|f| KernelInfo {
+        let fns = &self.ast.functions;
+        fns.iter()
+            .enumerate()
+            // As in Python, a later definition of a name replaces the earlier one.
+            .filter(|&(i, f)| !fns[i + 1..].iter().any(|g| g.name.name == f.name.name))
+            .map(|(_, f)| KernelInfo {
                 name: f.name.name.clone(),
                 params: f
                     .params
@@ -81,7 +84,7 @@ impl Module {
     }
 
     fn function(&self, name: &str) -> Result<&ast::FunctionDef> {
-        self.ast.functions.iter().find(|f| f.name.name == name).ok_or_else(|| Error::NoSuchKernel {
+        self.ast.functions.iter().rev().find(|f| f.name.name == name).ok_or_else(|| Error::NoSuchKernel {
             name: name.to_string(),
             file: self.file.name.clone(),
             available: self.ast.functions.iter().map(|f| f.name.name.as_str()).collect::<Vec<_>>().join(", "),
