@@ -132,13 +132,22 @@ pub fn read(path: &Path) -> Result<HostBuffer, Diagnostic> {
         return Err(short());
     }
     let mut buf = HostBuffer::zeroed(dtype, shape).map_err(Diagnostic::error_nospan)?;
-    let header_len = bytes.len().checked_sub(buf.bytes().len()).ok_or_else(short)?;
-    let data = bytes.get(header_len..).ok_or_else(short)?;
-    if data.len() != buf.bytes().len() {
-        return Err(short());
-    }
+    // The data starts where the header says; bytes after the data are ignored, as NumPy
+    // ignores them.
+    let data = bytes.get(data_offset(&bytes).ok_or_else(short)?..).ok_or_else(short)?;
+    let data = data.get(..buf.bytes().len()).ok_or_else(short)?;
     buf.bytes_mut().copy_from_slice(data);
     Ok(buf)
+}
+
+/// Where the data of an `.npy` file starts: after the magic string, the version, the
+/// header's length (2 bytes in version 1, 4 in versions 2 and 3) and the header.
+fn data_offset(bytes: &[u8]) -> Option<usize> {
+    let (len, at) = match bytes.get(6)? {
+        1 => (u16::from_le_bytes(bytes.get(8..10)?.try_into().ok()?) as usize, 10usize),
+        _ => (u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) as usize, 12),
+    };
+    len.checked_add(at)
 }
 
 macro_rules! write_as {

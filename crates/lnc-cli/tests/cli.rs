@@ -456,3 +456,67 @@ fn compile_converts_fp16_with_f16c_and_no_f16c_does_not() {
         assert_eq!(asm.contains("rewritten after Cranelift to vcvtps2ph"), f16c, "{extra:?}:\n{asm}");
     }
 }
+
+/// `.npy` data starts where the header says: bytes after it are ignored (as NumPy does;
+/// they shifted the data before), version-2 headers (4-byte length) are read, and a file
+/// shorter than its shape is an error.
+#[test]
+fn npy_data_starts_after_the_header_whatever_follows_it() {
+    let dir = tempdir("npy-offsets");
+    let d = dir.path();
+    let kernel = d.join("copy.py");
+    std::fs::write(
+        &kernel,
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef copy(X, Y):\n    \
+         offs = tl.arange(0, 4)\n    tl.store(Y + offs, tl.load(X + offs))\n",
+    )
+    .unwrap();
+    let run = |x: &Path, out: &Path| {
+        let (k, x, out) = (kernel.display().to_string(), x.display().to_string(), out.display().to_string());
+        lnc(&[
+            "run",
+            &k,
+            "--kernel",
+            "copy",
+            "--grid",
+            "1",
+            "--arg",
+            &format!("X=@{x}"),
+            "--arg",
+            "Y=zeros:f32:4",
+            "--out",
+            &out,
+        ])
+    };
+    let values = [10.0f32, 20.0, 30.0, 40.0];
+
+    let extra = d.join("extra.npy");
+    save(&extra, &[4], &values);
+    let mut bytes = std::fs::read(&extra).unwrap();
+    bytes.extend(50.0f32.to_le_bytes());
+    std::fs::write(&extra, &bytes).unwrap();
+    let o = run(&extra, &d.join("o1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(load(&d.join("o1/Y.npy")).1, values);
+
+    // Version 2.0: the same header behind a 4-byte length.
+    let header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+    let pad = (64 - (12 + header.len() + 1) % 64) % 64;
+    let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+    v2.extend(((header.len() + pad + 1) as u32).to_le_bytes());
+    v2.extend(header);
+    v2.extend(std::iter::repeat_n(b' ', pad));
+    v2.push(b'\n');
+    v2.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    let v2_path = d.join("v2.npy");
+    std::fs::write(&v2_path, &v2).unwrap();
+    let o = run(&v2_path, &d.join("o2"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(load(&d.join("o2/Y.npy")).1, values);
+
+    let short = d.join("short.npy");
+    std::fs::write(&short, &v2[..v2.len() - 1]).unwrap();
+    let o = run(&short, &d.join("o3"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is shorter than its header says"), "{}", stderr(&o));
+}
