@@ -264,6 +264,18 @@ fn launch_errors_name_the_parameter() {
     assert!(e.to_string().contains("`Y` is written"), "{e}");
     let e = k.launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32]).unwrap_err();
     assert!(e.to_string().contains("expected 9 arguments"), "{e}");
+    let e = k
+        .launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 3_000_000_000i64, 1e-5f32])
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("parameter `N` is `i32` but the argument 3000000000 (i64) is out of its range"),
+        "{e}"
+    );
+    let e = k
+        .launch(1, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, 16i32, 1.5f32, 1e-5f32])
+        .unwrap_err();
+    assert!(e.to_string().contains("parameter `N` is `i32` but the argument is 1.5 (fp32)"), "{e}");
 }
 
 #[test]

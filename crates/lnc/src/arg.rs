@@ -87,6 +87,19 @@ pub enum Scalar {
     F64(f64),
 }
 
+impl std::fmt::Display for Scalar {
+    /// The value and its type, as an error message shows them (`3000000000 (i64)`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Scalar::Bool(b) => write!(f, "{} (i1)", if b { "True" } else { "False" }),
+            Scalar::Int(v, DType::U64) => write!(f, "{} (u64)", v as u64),
+            Scalar::Int(v, d) => write!(f, "{v} ({d})"),
+            Scalar::F32(v) => write!(f, "{v} (fp32)"),
+            Scalar::F64(v) => write!(f, "{v} (fp64)"),
+        }
+    }
+}
+
 /// One argument of a launch: a buffer for a pointer parameter, a scalar otherwise.
 #[derive(Debug)]
 pub enum Arg<'a> {

@@ -304,14 +304,18 @@ impl Kernel {
                 // The offset stays inside the allocation (checked above), so this is in bounds.
                 Ok(b.base.wrapping_add(b.offset * size as usize) as u64)
             }
-            (Elem::Ptr(_), Arg::Scalar(s)) => Err(mismatch(format!("the scalar {s:?}"))),
+            (Elem::Ptr(_), Arg::Scalar(s)) => Err(mismatch(format!("the scalar {s}"))),
             (Elem::Scalar(d), Arg::Buffer(b)) => {
                 let _ = d;
                 Err(mismatch(format!("a buffer of {}", b.dtype)))
             }
-            (Elem::Scalar(d), Arg::Scalar(s)) => {
-                encode_scalar(d, *s).ok_or_else(|| mismatch(format!("{s:?}")))
-            }
+            (Elem::Scalar(d), Arg::Scalar(s)) => encode_scalar(d, *s).ok_or_else(|| match s {
+                Scalar::Int(..) | Scalar::Bool(_) if d.is_int() => self.launch_error(format!(
+                    "parameter `{}` is `{}` but the argument {s} is out of its range",
+                    p.name, p.elem
+                )),
+                _ => mismatch(format!("{s}")),
+            }),
         }
     }
 }
