@@ -61,6 +61,13 @@ def center_rows(X, Y, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def check_row_count(Y, N):
+    pid = tl.program_id(0)
+    tl.device_assert(pid < N, "pid too large")
+    tl.store(Y + pid, 1.0)
+
+
+@triton.jit
 def fault_holding_a_lock(Lock, Waiting, Y):
     if tl.program_id(0) == 0:
         while tl.atomic_cas(Lock, 0, 1) == 1:
@@ -354,7 +361,7 @@ fn a_fault_while_holding_a_lock_is_reported_not_a_hang() {
         oob(k.launch(2, &lnc::args![&mut lock, &mut waiting, &mut y]))
     });
     assert_eq!((o.param.as_str(), o.offset, o.pid), ("Y", 1, [0, 0, 0]));
-    assert_eq!(o.location, "safety.py:61:9");
+    assert_eq!(o.location, "safety.py:68:9");
 }
 
 /// The same with the seed backward's dx kernel and a partial-dw buffer one row short: a
@@ -392,4 +399,24 @@ fn the_seed_backward_with_a_short_partial_buffer_fails_instead_of_hanging() {
         n
     });
     assert_eq!(o, n);
+}
+
+/// A failed `device_assert` names the first failing program, the location and the source
+/// line, which carries the assertion's message.
+#[test]
+fn a_failed_device_assert_shows_its_line_and_message() {
+    let k = module().kernel("check_row_count", "*fp32,i32").unwrap();
+    let mut y = vec![0.0f32; 8];
+    match k.launch(8, &lnc::args![&mut y, 5i32]) {
+        Err(e @ lnc::Error::AssertFailed { .. }) => {
+            let lnc::Error::AssertFailed { ref location, pid, ref source_line, .. } = e else {
+                unreachable!()
+            };
+            assert_eq!((location.as_str(), pid), ("safety.py:57:5", [5, 0, 0]));
+            assert_eq!(source_line.trim(), r#"tl.device_assert(pid < N, "pid too large")"#);
+            assert!(e.to_string().ends_with(r#"| tl.device_assert(pid < N, "pid too large")"#), "{e}");
+        }
+        other => panic!("expected a failed assertion, got {other:?}"),
+    }
+    assert_eq!(y[..5], [1.0; 5]);
 }

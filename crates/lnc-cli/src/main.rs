@@ -561,7 +561,7 @@ fn launch_failure(file: &SourceFile, e: lnc::Error) -> Failure {
             .with_note(format!("`{}` may be indexed at offsets {lo} to {} from where it points", ob.param, hi - 1))
             .with_help("pass a larger buffer, or mask the access to the valid offsets (e.g. `mask=offs < N`)")
         }),
-        lnc::Error::AssertFailed { kernel, location, pid } => site_span(file, location).map(|span| {
+        lnc::Error::AssertFailed { kernel, location, pid, .. } => site_span(file, location).map(|span| {
             Diagnostic::error(format!("assertion failed in kernel `{kernel}`"), span, format!("false in program {pid:?}"))
         }),
         _ => None,

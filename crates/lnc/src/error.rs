@@ -94,12 +94,14 @@ pub enum Error {
     #[error("{0}")]
     OutOfBounds(Box<OutOfBounds>),
     /// A `device_assert` failed.
-    #[error("assertion failed in kernel `{kernel}` at {location} (program {pid:?})")]
+    #[error("assertion failed in kernel `{kernel}` at {location} (program {pid:?})\n  | {}", source_line.trim())]
     AssertFailed {
         /// Kernel name.
         kernel: String,
         /// `file:line:col`.
         location: String,
+        /// The source line of the assertion (with its message).
+        source_line: String,
         /// Program id.
         pid: [u32; 3],
     },

@@ -249,7 +249,13 @@ impl Kernel {
                 let (line, col) = self.file.line_col(span.start);
                 let location = format!("{}:{line}:{col}", self.file.name);
                 if status == Status::AssertFailed {
-                    return Err(Error::AssertFailed { kernel: self.name.clone(), location, pid });
+                    let source_line = self.file.line_text(line).to_string();
+                    return Err(Error::AssertFailed {
+                        kernel: self.name.clone(),
+                        location,
+                        source_line,
+                        pid,
+                    });
                 }
                 let param = self
                     .params
