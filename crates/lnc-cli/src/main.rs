@@ -313,8 +313,13 @@ fn parse_grid(g: &str) -> Result<[u32; 3], Failure> {
     let mut grid = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
         grid[i] = p.parse().map_err(|_| {
+            let what = if p.parse::<u128>().is_ok() {
+                format!("`{p}` is more than {} programs on an axis", u32::MAX)
+            } else {
+                format!("`{p}` is not a non-negative integer")
+            };
             fail_help(
-                format!("--grid `{g}`: `{p}` is not a non-negative integer"),
+                format!("--grid `{g}`: {what}"),
                 "the grid is one to three program counts, e.g. `--grid 128` or `--grid 16,4`",
             )
         })?;
@@ -558,7 +563,11 @@ fn launch_failure(file: &SourceFile, e: lnc::Error) -> Failure {
                 span,
                 format!("in program {:?}", ob.pid),
             )
-            .with_note(format!("`{}` may be indexed at offsets {lo} to {} from where it points", ob.param, hi - 1))
+            .with_note(if hi > lo {
+                format!("`{}` may be indexed at offsets {lo} to {} from where it points", ob.param, hi - 1)
+            } else {
+                format!("`{}` is an empty buffer: no offset is valid", ob.param)
+            })
             .with_help("pass a larger buffer, or mask the access to the valid offsets (e.g. `mask=offs < N`)")
         }),
         lnc::Error::AssertFailed { kernel, location, pid, .. } => site_span(file, location).map(|span| {

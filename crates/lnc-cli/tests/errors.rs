@@ -213,6 +213,23 @@ fn bad_grid() {
 }
 
 #[test]
+fn grid_too_large() {
+    let d = workdir("grid-too-large");
+    insta::assert_snapshot!(lnc_fails(
+        &d,
+        &["run", "k.py", "--kernel", "count", "--grid", "4294967296", "--arg", "Counter=@x.npy", "--out", "out"]
+    ));
+}
+
+#[test]
+fn empty_buffer() {
+    insta::assert_snapshot!(run_copy(
+        "empty-buffer",
+        &["--arg", "X=zeros:f32:0", "--arg", "Y=@y.npy", "--arg", "N=16", "--arg", "BLOCK=16"]
+    ));
+}
+
+#[test]
 fn buffer_too_short() {
     // BLOCK = 16 elements per program, but the buffers hold 8.
     insta::assert_snapshot!(run_copy(
