@@ -283,6 +283,13 @@ fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
     if let Ok(i) = cleaned.parse::<i64>() {
         return Ok(ArgValue::Int(i));
     }
+    let digits = cleaned.strip_prefix(['-', '+']).unwrap_or(&cleaned);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        // An integer Rust's f64 parser would otherwise take as a float.
+        return Err(fail(format!(
+            "--arg {name}={v}: the integer is outside the range of i64, in which `lnc run` passes integers"
+        )));
+    }
     if let Ok(f) = cleaned.parse::<f64>() {
         return Ok(ArgValue::Float(f));
     }

@@ -204,6 +204,14 @@ fn bad_arg_value() {
 }
 
 #[test]
+fn integer_too_large() {
+    insta::assert_snapshot!(run_copy(
+        "integer-too-large",
+        &["--arg", "X=@x.npy", "--arg", "Y=@y.npy", "--arg", "N=99999999999999999999999", "--arg", "BLOCK=8"]
+    ));
+}
+
+#[test]
 fn bad_grid() {
     let d = workdir("bad-grid");
     insta::assert_snapshot!(lnc_fails(

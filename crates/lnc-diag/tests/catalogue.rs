@@ -85,6 +85,7 @@ const NOT_ENTRIES: &[(&Source, &str, &str)] = &[
     (&SYNTAX, "errors_from_several_kernels", "shows that each kernel's first syntax error is reported"),
     (&FRONT, "several_errors_are_reported", "shows that one run reports independent errors together"),
     (&FRONT, "incompatible_broadcast_2d", "the 2-D case of `incompatible_broadcast`"),
+    (&CLI, "integer_too_large", "the case of `bad_arg_value` with an integer beyond 64 bits"),
     (&CLI, "grid_too_large", "the case of `bad_grid` with a count too large for an axis"),
     (&CLI, "empty_buffer", "the case of `buffer_too_short` with a buffer of no element"),
 ];
