@@ -113,7 +113,13 @@ fn compile_rejects_a_bad_signature() {
         "bir",
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(!stderr(&o).is_empty());
+    // The caret is under the first parameter without an entry, in the kernel's source
+    // (the message was rendered against the signature's text before).
+    let e = stderr(&o);
+    assert!(e.contains("the signature has 2 entries but `_layer_norm_fwd_fused` has 10 parameters"), "{e}");
+    assert!(e.contains("triton_05_layer_norm.py:17:33"), "{e}");
+    assert!(e.contains("def _layer_norm_fwd_fused(X, Y, W, B, M, V, stride, N, eps,"), "{e}");
+    assert!(e.contains("^ no signature entry for this parameter"), "{e}");
     let o = lnc(&["compile", SEED, "--kernel", "nope", "--signature", FWD_SIG]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no @jit kernel named `nope`"), "{}", stderr(&o));

@@ -225,7 +225,18 @@ fn grid_too_large() {
     let d = workdir("grid-too-large");
     insta::assert_snapshot!(lnc_fails(
         &d,
-        &["run", "k.py", "--kernel", "count", "--grid", "4294967296", "--arg", "Counter=@x.npy", "--out", "out"]
+        &[
+            "run",
+            "k.py",
+            "--kernel",
+            "count",
+            "--grid",
+            "4294967296",
+            "--arg",
+            "Counter=@x.npy",
+            "--out",
+            "out"
+        ]
     ));
 }
 

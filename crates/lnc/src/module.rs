@@ -94,12 +94,8 @@ impl Module {
     /// Parses a signature for kernel `name` (Triton's AOT format: `*fp32,i32,1024`).
     pub fn signature(&self, name: &str, signature: &str) -> Result<Signature> {
         let f = self.function(name)?;
-        lnc_front::parse_signature(signature, f).map_err(|d| {
-            // Signature errors point into the signature text, not the file: render them
-            // against a file made of the signature.
-            let sig_file = Arc::new(SourceFile::new("<signature>", signature));
-            Error::source(&sig_file, vec![d])
-        })
+        // Signature errors point at the kernel's parameters in the source.
+        lnc_front::parse_signature(signature, f).map_err(|d| Error::source(&self.file, vec![d]))
     }
 
     /// Specializes and compiles kernel `name` on `signature`, or returns the cached one.
