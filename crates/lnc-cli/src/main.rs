@@ -418,7 +418,8 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
                     }
                     Some(ArgValue::Float(_)) => "fp32".to_string(),
                     Some(ArgValue::Bool(_)) => "i1".to_string(),
-                    None if p.constexpr && p.default.is_some() => continue,
+                    // Omitted, a parameter with a default takes it, as `compile` does.
+                    None if p.default.is_some() => continue,
                     None => return Err(missing_args(kernel, &[p.name.as_str()])),
                 };
                 entries.push(format!("{}={entry}", p.name));

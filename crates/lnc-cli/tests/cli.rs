@@ -526,3 +526,42 @@ fn npy_data_starts_after_the_header_whatever_follows_it() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("is shorter than its header says"), "{}", stderr(&o));
 }
+
+/// `lnc run` without `--arg` for a parameter that has a default uses the default, as
+/// `lnc compile` and Python do (it demanded the argument before), and `--arg` overrides it.
+#[test]
+fn run_takes_defaults_of_omitted_parameters() {
+    let dir = tempdir("defaults");
+    let d = dir.path();
+    let kernel = d.join("scale.py");
+    std::fs::write(
+        &kernel,
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef scale(X, Y, k=3, BLOCK: tl.constexpr = 4):\n    \
+         offs = tl.arange(0, BLOCK)\n    tl.store(Y + offs, tl.load(X + offs) * k)\n",
+    )
+    .unwrap();
+    let k = kernel.display().to_string();
+    for (extra, want) in [(None, 3.0f32), (Some("k=5"), 5.0)] {
+        let out = d.join(format!("o{want}"));
+        let out_s = out.display().to_string();
+        let mut args = vec![
+            "run",
+            &k,
+            "--kernel",
+            "scale",
+            "--grid",
+            "1",
+            "--arg",
+            "X=ones:f32:4",
+            "--arg",
+            "Y=zeros:f32:4",
+        ];
+        if let Some(e) = extra {
+            args.extend(["--arg", e]);
+        }
+        args.extend(["--out", &out_s]);
+        let o = lnc(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(load(&out.join("Y.npy")).1, [want; 4]);
+    }
+}
