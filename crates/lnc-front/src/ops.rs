@@ -256,7 +256,14 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     o.span,
                     format!("{} holds {lo}..={hi}", d.tl_name()),
                 )
-                .with_help("convert the other operand to a wider type first, e.g. `x.to(tl.int32)`");
+                .with_help(format!(
+                    "convert the other operand to a wider type first, e.g. `x.to(tl.{})`",
+                    if i > u32::MAX as i128 || i < i32::MIN as i128 || d.is_signed() && d.bits() >= 32 {
+                        "int64"
+                    } else {
+                        "int32"
+                    }
+                ));
                 return self.fail(e);
             }
         }
