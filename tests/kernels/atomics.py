@@ -139,3 +139,31 @@ def scalar_rmw(X, Mx, Mn, Bits, Old, n):
     tl.atomic_or(Bits + 1, x, mask=valid)
     tl.atomic_xor(Bits + 2, x, mask=valid)
     tl.store(Old + pid, old)
+
+
+@triton.jit
+def publish_and_wait(Flag, Data, Y, value):
+    # Program 0 writes Data, then sets Flag; program 1 waits on a volatile load of Flag,
+    # then copies Data: it must see the value.
+    if tl.program_id(0) == 0:
+        tl.store(Data, value)
+        tl.atomic_xchg(Flag, 1)
+    else:
+        while tl.load(Flag, volatile=True) == 0:
+            pass
+        tl.store(Y, tl.load(Data))
+
+
+@triton.jit
+def fault_while_one_waits_on_a_volatile_flag(Flag, Arrived, Y):
+    # Program 0 waits until program 1 is waiting on Flag, then stores past the end of Y
+    # without ever setting Flag.
+    if tl.program_id(0) == 0:
+        while tl.atomic_add(Arrived, 0) == 0:
+            pass
+        tl.store(Y + 1, 1.0)
+        tl.atomic_xchg(Flag, 1)
+    else:
+        tl.atomic_xchg(Arrived, 1)
+        while tl.load(Flag, volatile=True) == 0:
+            pass

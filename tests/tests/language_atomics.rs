@@ -628,3 +628,39 @@ fn atomic_diagnostics() {
     let e = m.kernel("k", "*i32,*i8").unwrap_err().to_string();
     assert!(e.contains("tl.atomic_add") && e.contains("int8"), "{e}");
 }
+
+/// A loop waiting on a `volatile=True` load sees another program's store (it was removed as
+/// a loop without effects when the load was plain), on 2 threads, each program on its own
+/// worker or one after the other.
+#[test]
+fn a_volatile_load_waits_for_another_programs_store() {
+    let jit = lnc::Jit::new().with_threads(2).expect("thread pool");
+    let m = jit.load(kernel_path(FILE)).unwrap_or_else(|e| panic!("{e}"));
+    let k = m.kernel("publish_and_wait", "*i32,*fp32,*fp32,fp32").unwrap();
+    let lir = lnc_lir::print_function(k.lir());
+    assert!(lir.contains("load.scalar.volatile"), "{lir}");
+    for rep in 0..50 {
+        let value = 1.5 + rep as f32;
+        let (mut flag, mut data, mut y) = (vec![0i32], vec![0f32], vec![f32::NAN]);
+        k.launch(2, &lnc::args![&mut flag, &mut data, &mut y, value]).unwrap();
+        assert_eq!(y[0], value, "repetition {rep}");
+    }
+}
+
+/// A loop waiting on a volatile load gives up when another program faults, as loops using
+/// atomics do: program 0 faults without setting the flag program 1 waits for.
+#[test]
+fn a_volatile_wait_gives_up_after_a_fault() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let jit = lnc::Jit::new().with_threads(2).expect("thread pool");
+        let m = jit.load(kernel_path(FILE)).unwrap_or_else(|e| panic!("{e}"));
+        let k = m.kernel("fault_while_one_waits_on_a_volatile_flag", "*i32,*i32,*fp32").unwrap();
+        let (mut flag, mut arrived, mut y) = (vec![0i32], vec![0i32], vec![0f32]);
+        let r = k.launch(2, &lnc::args![&mut flag, &mut arrived, &mut y]);
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+    });
+    let r = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the launch hung");
+    let e = r.expect_err("program 0 stores out of bounds");
+    assert!(e.contains("element offset 1 of `Y`") && e.contains("program [0, 0, 0]"), "{e}");
+}

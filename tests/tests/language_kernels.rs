@@ -56,6 +56,8 @@ const OWN_TESTS: &[(&str, &str)] = &[
     ("tests/kernels/assign.py", "assign_tuple"),
     ("tests/kernels/assign.py", "assign_block_size"),
     ("tests/kernels/control_flow.py", "range_edges"),
+    // Program 0 waits for program 1: the interpreter, which runs them in order, would not end.
+    ("tests/kernels/atomics.py", "fault_while_one_waits_on_a_volatile_flag"),
 ];
 
 const HELPERS: &[(&str, &str)] = &[
@@ -194,6 +196,14 @@ fn table() -> Vec<Entry> {
             checks: &[],
         },
         // atomics.py
+        Entry {
+            file: AT,
+            kernel: "publish_and_wait",
+            sig: "*i32,*fp32,*fp32,fp32",
+            grid: [2, 1, 1],
+            args: |_| vec![vec![0i32].into(), vec![0f32].into(), vec![f32::NAN].into(), 2.5f32.into()],
+            checks: &[],
+        },
         Entry {
             file: AT,
             kernel: "counter",

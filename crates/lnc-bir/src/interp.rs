@@ -610,7 +610,7 @@ impl Exec<'_> {
                     })
                     .collect::<Result<_, _>>()?
             }
-            Opcode::Load { has_mask, has_other } => {
+            Opcode::Load { has_mask, has_other, .. } => {
                 let p = self.get(i, args[0])?;
                 let mask = if has_mask { Some(self.get(i, args[1])?) } else { None };
                 let other = if has_other { Some(self.get(i, args[2])?) } else { None };

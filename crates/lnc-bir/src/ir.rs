@@ -227,6 +227,10 @@ pub enum Opcode {
         has_mask: bool,
         /// An `other` operand follows the mask.
         has_other: bool,
+        /// `volatile=True` (scalar loads only): read from memory where the program reads
+        /// it, never merged with another load, moved, or removed, so that a loop may wait
+        /// on memory another program writes.
+        volatile: bool,
     },
     /// `(ptr, value [, mask]) -> ()`: store; masked-off lanes are never written.
     Store {

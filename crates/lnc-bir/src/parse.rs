@@ -410,10 +410,12 @@ impl<'s> Parser<'s> {
             "bitcast" => h(Opcode::Bitcast, self.plain_operands()?),
             "ptr_add" => h(Opcode::PtrAdd, self.plain_operands()?),
             "load" => {
+                self.skip_inline();
+                let volatile = self.eat_word("volatile");
                 let ops = self.operands(&["mask", "other"])?;
                 let has_mask = ops.iter().any(|(l, _)| *l == Some("mask"));
                 let has_other = ops.iter().any(|(l, _)| *l == Some("other"));
-                h(Opcode::Load { has_mask, has_other }, ops.into_iter().map(|(_, v)| v).collect())
+                h(Opcode::Load { has_mask, has_other, volatile }, ops.into_iter().map(|(_, v)| v).collect())
             }
             "store" => {
                 let ops = self.operands(&["mask"])?;

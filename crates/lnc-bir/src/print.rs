@@ -389,7 +389,7 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
         Opcode::Arange { start, end } => format!("{start}, {end}"),
         Opcode::ExpandDims(axis) => format!("axis={axis} {}", list(names, args)),
         Opcode::Cmp(op) => format!("{} {}", op.name(), list(names, args)),
-        Opcode::Load { has_mask, has_other } => {
+        Opcode::Load { has_mask, has_other, volatile } => {
             let mut labels = vec![""];
             if has_mask {
                 labels.push("mask");
@@ -397,7 +397,8 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
             if has_other {
                 labels.push("other");
             }
-            labeled(names, args, &labels)
+            let ops = labeled(names, args, &labels);
+            if volatile { format!("volatile {ops}") } else { ops }
         }
         Opcode::Store { has_mask } => labeled(names, args, &["", "", if has_mask { "mask" } else { "" }]),
         Opcode::Reduce { op, axis, keep_dims } => format!(

@@ -541,8 +541,15 @@ impl<'a> Verifier<'a> {
                     format!("ptr_add offset must be integers of the pointer's shape, found {o}")
                 });
             }
-            Opcode::Load { has_mask, has_other } => {
+            Opcode::Load { has_mask, has_other, volatile } => {
                 if !self.check(has_mask || !has_other, i, || "load has `other` without a mask".into()) {
+                    return;
+                }
+                if volatile
+                    && !self.check(!self.ty(data.results[0]).is_block(), i, || {
+                        "a volatile load must be scalar".into()
+                    })
+                {
                     return;
                 }
                 if !self.counts(i, 1 + has_mask as usize + has_other as usize, 1) {

@@ -108,14 +108,15 @@ fn text_forms_round_trip() {
   %20 = select %14, %19, %18 : <4x8xfp32>
   %21 = not %2 : u8
   %22 = shr %21, %2 : u8
+  %23 = load volatile %0 : fp16
   assert %14
   print "x = \"\n" %22, %3
   print ""
-  %23 = while -> (i64) {
-    %24 = const 0 : i1
-    condition %24, %3
+  %24 = while -> (i64) {
+    %25 = const 0 : i1
+    condition %25, %3
   } do {
-    ^(%25: i64):
+    ^(%26: i64):
     yield
   }
 }

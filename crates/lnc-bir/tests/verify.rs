@@ -227,7 +227,7 @@ fn memory() {
     text_error("  %5 = load %0, mask %4, other %1 : fp32\n", "load `other` must be fp32, found i32");
     let mut f = parse_function(&kernel("  %5 = load %0, mask %4, other %2 : fp32\n")).unwrap();
     let load = f.body.insts[0];
-    f.insts[load].opcode = Opcode::Load { has_mask: false, has_other: true };
+    f.insts[load].opcode = Opcode::Load { has_mask: false, has_other: true, volatile: false };
     expect_error(&f, "load has `other` without a mask");
     text_error(&format!("{ar}  store %7, %2\n"), "stored value must be <8xfp32>, found fp32");
     text_error("  store %0, %2, mask %1\n", "mask must be i1, found i32");

@@ -699,7 +699,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2)?;
             memory::codegen_ptr_add(fx, data.args[0], data.args[1])?
         }
-        Opcode::Load { addr, has_mask, has_other, site } => {
+        Opcode::Load { addr, has_mask, has_other, site, volatile } => {
             nargs(2 + has_mask as usize + has_other as usize)?;
             let mask = has_mask.then(|| data.args[2]);
             let other = has_other.then(|| data.args[2 + has_mask as usize]);
@@ -711,7 +711,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
                 checked: !fx.prechecked.contains(&inst),
             };
             fx.half_quiet = !half::only_arithmetic(fx, data.results[0]);
-            let loaded = memory::codegen_load(fx, access, mask, other, result(1)?);
+            let loaded = memory::codegen_load(fx, access, (mask, other), result(1)?, volatile);
             fx.half_quiet = true;
             loaded?
         }
@@ -1244,11 +1244,14 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
     Ok(())
 }
 
-/// Whether the regions of `inst` use atomics: then a loop may be waiting for another
-/// program.
+/// Whether the regions of `inst` use atomics or volatile loads: then a loop may be waiting
+/// for another program.
 fn uses_atomics(f: &lir::Function, inst: lir::Inst) -> bool {
     f.insts[inst].regions.iter().flat_map(|r| &r.insts).any(|&i| {
-        matches!(f.insts[i].opcode, Opcode::Atomic { .. } | Opcode::AtomicCas { .. }) || uses_atomics(f, i)
+        matches!(
+            f.insts[i].opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
+        ) || uses_atomics(f, i)
     })
 }
 

@@ -440,6 +440,12 @@ pub(crate) fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i3
     convert(&mut fx.bcx, d, h, fx.half_quiet)
 }
 
+/// Widens the 16 bits `h` (an `i16`) of an element of `d`.
+pub(crate) fn widen_bits(fx: &mut FunctionCx, d: DType, h: Value) -> Value {
+    let h = fx.bcx.ins().uextend(types::I32, h);
+    convert(&mut fx.bcx, d, h, fx.half_quiet)
+}
+
 /// Stores one element of `d`.
 pub(crate) fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value, offset: i32) {
     let h = bits_of(fx, d, v);

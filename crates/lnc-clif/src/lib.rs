@@ -23,7 +23,7 @@
 //! - with [`CodegenOptions::checked`], every access is checked against the bounds of
 //!   the argument its site names; a violation records the fault in the program context
 //!   and returns `Status::OutOfBounds` instead of touching memory;
-//! - every turn of a `while` loop that uses atomics first checks whether a program of the
+//! - every turn of a `while` loop that uses atomics or volatile loads first checks whether a program of the
 //!   launch has faulted (`ProgramCtx::stop`), and returns `Status::Cancelled` if so: a
 //!   program waiting for a lock that a faulted program holds gives up instead of spinning
 //!   forever.

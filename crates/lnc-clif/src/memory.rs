@@ -161,6 +161,25 @@ fn load_scalar(fx: &mut FunctionCx, d: DType, addr: Value, offset: i32) -> Resul
     Ok(if d == DType::I1 { fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, v, 0) } else { v })
 }
 
+/// Loads one scalar of `d` with an atomic load (`volatile=True`): Cranelift neither merges
+/// it with another load nor moves it out of a loop, as it may a plain load when nothing in
+/// the loop writes memory it knows of.
+fn load_scalar_volatile(fx: &mut FunctionCx, d: DType, addr: Value) -> Result<Value, CodegenError> {
+    let bits = match d.size() {
+        1 => types::I8,
+        2 => types::I16,
+        4 => types::I32,
+        _ => types::I64,
+    };
+    let raw = fx.bcx.ins().atomic_load(bits, data_flags(), addr);
+    Ok(match d {
+        DType::I1 => fx.bcx.ins().icmp_imm_u(IntCC::NotEqual, raw, 0),
+        DType::F32 | DType::F64 => fx.bcx.ins().bitcast(value::scalar_type(d)?, MemFlagsData::new(), raw),
+        _ if half::is_half(d) => half::widen_bits(fx, d, raw),
+        _ => raw,
+    })
+}
+
 /// Loads `lanes` consecutive elements at `addr` in the canonical form.
 fn load_full(fx: &mut FunctionCx, d: DType, lanes: u8, addr: Value) -> Result<Tile, CodegenError> {
     let per = value::canonical_per(d, lanes)?;
@@ -268,9 +287,9 @@ fn lane_addresses(fx: &mut FunctionCx, a: Access, d: DType, lanes: u8) -> Result
 pub(crate) fn codegen_load(
     fx: &mut FunctionCx,
     a: Access,
-    mask: Option<lir::Value>,
-    other: Option<lir::Value>,
+    (mask, other): (Option<lir::Value>, Option<lir::Value>),
     ty: Ty,
+    volatile: bool,
 ) -> Result<CVal, CodegenError> {
     let d = pointee(fx, a.ptr)?;
     if ty.dtype() != d {
@@ -294,10 +313,13 @@ pub(crate) fn codegen_load(
         };
         let v = guarded(fx, m, Some(other), |fx| {
             check_range(fx, a, addr, 1, d.size())?;
-            load_scalar(fx, d, addr, 0).map(Some)
+            if volatile { load_scalar_volatile(fx, d, addr) } else { load_scalar(fx, d, addr, 0) }.map(Some)
         })?;
         return Ok(CVal::Scalar(v.expect("guarded returns a value with `other`")));
     };
+    if volatile {
+        return Err(invalid("a volatile load of a tile"));
+    }
     let per = value::canonical_per(d, lanes)?;
     let result_types = value::canonical_types(ty)?;
 

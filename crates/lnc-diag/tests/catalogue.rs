@@ -307,9 +307,9 @@ const SECTIONS: &[Section] = &[
             ),
             e(
                 &FRONT,
-                "volatile_load",
-                "`volatile` load",
-                "lnc compiles loads that it may merge or move out of loops, so a loop waiting on a `volatile=True` load for another program's store is refused; read such a value with an atomic (`tl.atomic_add(ptr, 0)`).",
+                "volatile_block_load",
+                "`volatile` load of a block",
+                "A block is read tile by tile in the loops that use it, not at one point of the program, so `volatile=True` is supported on single pointers only; load the flag other programs write through a single pointer.",
             ),
             e(
                 &FRONT,

@@ -1015,18 +1015,23 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         )?;
         let mut p = self.ptr_arg(a[0].as_ref().ok_or(Failed)?, "tl.load")?;
         self.check_no_block_ptr_args(&a[3], &a[4])?;
-        if let Some(v) = given(&a[7]).cloned()
-            && self.const_bool(&v, "`volatile`")?
-        {
-            // A plain load may be merged with others or moved out of a loop, so a loop
-            // waiting on a `volatile` load for another program's store could run forever
-            // or not at all: better no code than wrong code.
-            let d = Diagnostic::error("`volatile=True` loads are not supported", v.span, "")
-                .with_help(
-                    "to read a value other programs write while this one runs, use an atomic: `tl.atomic_add(ptr, 0)`",
-                );
-            return self.fail(d);
-        }
+        let volatile = match given(&a[7]).cloned() {
+            Some(v) => {
+                let on = self.const_bool(&v, "`volatile`")?;
+                if on && !p.shape.is_scalar() {
+                    // A block is read tile by tile in the loops that use it, not at one
+                    // point of the program.
+                    let d = Diagnostic::error("`volatile=True` loads of blocks are not supported", v.span, "")
+                        .with_label(p.span, format!("a block of shape {}", shape_str(p.shape)))
+                        .with_help(
+                            "load the flag other programs write through a single pointer, or read it with an atomic",
+                        );
+                    return self.fail(d);
+                }
+                on
+            }
+            None => false,
+        };
         let mask = given(&a[1]).cloned();
         let other = given(&a[2]).cloned();
         if mask.is_none()
@@ -1118,7 +1123,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             args_v.push(self.expand_to(o, p.shape, os));
         }
         let t = Type::block(Elem::Scalar(p.pointee), p.shape);
-        let op = Opcode::Load { has_mask: mv.is_some(), has_other: ov.is_some() };
+        let op = Opcode::Load { has_mask: mv.is_some(), has_other: ov.is_some(), volatile };
         Ok(Val::Tensor(self.emit(op, args_v, t, span)))
     }
 

@@ -52,12 +52,13 @@ def k(X):
 );
 
 error_test!(
-    volatile_load,
+    volatile_block_load,
     "*i32,*fp32",
     r#"
 @triton.jit
-def k(Flag, X):
-    while tl.load(Flag, volatile=True) == 0:
+def k(Flags, X):
+    offs = tl.arange(0, 4)
+    while tl.sum(tl.load(Flags + offs, volatile=True), axis=0) < 4:
         pass
     tl.store(X, 1.0)
 "#

@@ -131,6 +131,10 @@ pub enum Opcode {
         has_other: bool,
         /// Index into [`Function::sites`].
         site: u32,
+        /// `volatile=True` (scalar addressing only): read from memory at this point on
+        /// every execution, as an atomic load, so that a loop may wait on memory another
+        /// program writes; a `while` loop doing it gives up when a program faults.
+        volatile: bool,
     },
     /// `(ptr, offset, value [, mask] [, stream]) -> ()`.
     Store {

@@ -169,8 +169,9 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
         Opcode::Cmp(op) => {
             let _ = write!(s, "cmp {} {}", op.name(), list(names, args));
         }
-        Opcode::Load { addr, has_mask, has_other, site: k } => {
-            let _ = write!(s, "load.{} {}", addr.name(), access(names, args, 0, has_mask, has_other));
+        Opcode::Load { addr, has_mask, has_other, site: k, volatile } => {
+            let v = if volatile { ".volatile" } else { "" };
+            let _ = write!(s, "load.{}{v} {}", addr.name(), access(names, args, 0, has_mask, has_other));
             site = Some(format!("  ; site {k}"));
         }
         Opcode::Store { addr, has_mask, site: k, stream } => {

@@ -27,7 +27,7 @@ fn arg(b: &mut Builder, slot: u32) -> Value {
 }
 
 fn load(addr: Addressing, mask: bool, other: bool) -> Opcode {
-    Opcode::Load { addr, has_mask: mask, has_other: other, site: 0 }
+    Opcode::Load { addr, has_mask: mask, has_other: other, site: 0, volatile: false }
 }
 
 /// A loop summing X into an accumulator, storing through Y and keeping X in scratch.
@@ -468,7 +468,13 @@ fn other_has_the_result_type() {
 #[test]
 fn sites_exist() {
     rejects("site 9 does not exist", |b, x, _, n| {
-        let op = Opcode::Load { addr: Addressing::Scalar, has_mask: false, has_other: false, site: 9 };
+        let op = Opcode::Load {
+            addr: Addressing::Scalar,
+            has_mask: false,
+            has_other: false,
+            site: 9,
+            volatile: false,
+        };
         b.value(op, vec![x, n], Ty::Scalar(DType::F32), S);
     });
 }
@@ -476,7 +482,13 @@ fn sites_exist() {
 #[test]
 fn access_sites_name_pointer_arguments() {
     rejects("not a pointer argument", |b, x, _, n| {
-        let op = Opcode::Load { addr: Addressing::Scalar, has_mask: false, has_other: false, site: 2 };
+        let op = Opcode::Load {
+            addr: Addressing::Scalar,
+            has_mask: false,
+            has_other: false,
+            site: 2,
+            volatile: false,
+        };
         b.value(op, vec![x, n], Ty::Scalar(DType::F32), S);
     });
 }

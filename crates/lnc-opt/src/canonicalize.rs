@@ -116,7 +116,9 @@ fn canon_inst(
     let opcode = data.opcode;
     let args = data.args.clone();
     match opcode {
-        Opcode::Load { has_mask: true, has_other } => return masked_load(func, inst, &args, has_other, out),
+        Opcode::Load { has_mask: true, has_other, .. } => {
+            return masked_load(func, inst, &args, has_other, out);
+        }
         Opcode::Store { has_mask: true } => return masked_store(func, inst, &args),
         _ => {}
     }
@@ -384,7 +386,9 @@ fn masked_load(
     };
     if mask != 0 {
         let data = &mut func.insts[inst];
-        data.opcode = Opcode::Load { has_mask: false, has_other: false };
+        if let Opcode::Load { has_mask, has_other, .. } = &mut data.opcode {
+            (*has_mask, *has_other) = (false, false);
+        }
         data.args.truncate(1);
         return Action::Changed;
     }

@@ -72,7 +72,7 @@ fn is_dead(func: &Function, inst: Inst, uses: &SecondaryMap<Value, u32>) -> bool
         return false;
     }
     match data.opcode {
-        Opcode::Load { .. } => true,
+        Opcode::Load { volatile, .. } => !volatile,
         Opcode::For | Opcode::While | Opcode::If => !data.regions.iter().any(|r| has_effects(func, r)),
         op => op.is_pure(),
     }
@@ -86,6 +86,7 @@ fn has_effects(func: &Function, region: &Region) -> bool {
         matches!(
             data.opcode,
             Opcode::Store { .. }
+                | Opcode::Load { volatile: true, .. }
                 | Opcode::Atomic { .. }
                 | Opcode::AtomicCas
                 | Opcode::Assert

@@ -201,7 +201,7 @@ impl Lint<'_> {
                 let cond = self.number(args[0]);
                 self.select(inst, cond, self.get(args[1]), self.get(args[2]))
             }
-            Opcode::Load { has_mask, has_other } => {
+            Opcode::Load { has_mask, has_other, .. } => {
                 let ty = func.ty(data.results[0]);
                 if !ty.is_block() {
                     Lanes::Uniform(None)

@@ -55,6 +55,14 @@ fn control_flow_goes_only_without_effects_and_uses() {
         // An `if` whose result is used: kept.
         let r = k.if_else(c, &[ty], |_| vec![z], |k| vec![k.un(UnOp::Neg, z)]);
         k.store(out, r[0], None);
+        // A loop reading memory with a plain load and nothing else: removed. With a
+        // volatile load, which a loop waits on for another program's store: kept.
+        for volatile in [false, true] {
+            k.for_loop(lb, n, st, &[], |k, _, _| {
+                k.op(Opcode::Load { has_mask: false, has_other: false, volatile }, &[out], ty);
+                vec![]
+            });
+        }
     });
     insta::assert_snapshot!(run_printed(dce::NAME, &mut func));
 }

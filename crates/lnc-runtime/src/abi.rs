@@ -16,7 +16,7 @@
 //! - The return value is a [`Status`] code: 0 when all `count` programs finished. A
 //!   program that faults ends the call: the kernel fills `ctx.fault` and sets `ctx.ran` to
 //!   the number of programs of the call that finished before it.
-//! - A program waiting in a `while` loop that uses atomics (a spin lock) reads
+//! - A program waiting in a `while` loop that uses atomics or volatile loads (a spin lock, a flag) reads
 //!   `*ctx.stop` on every turn of the loop, and gives up with [`Status::Cancelled`]
 //!   (setting `ctx.ran` too) once it no longer holds [`NO_FAULT`]: a program that faulted
 //!   while holding a lock would otherwise keep the programs waiting for it spinning

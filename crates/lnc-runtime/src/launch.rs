@@ -35,7 +35,7 @@
 //! the lowest fault seen so far, so every program that could fault earlier still runs and
 //! a faulting launch does not run to the end of the grid.
 //!
-//! One exception: a program waiting in a loop that uses atomics gives up once any program
+//! One exception: a program waiting in a loop that uses atomics or volatile loads gives up once any program
 //! has faulted ([`Status::Cancelled`], see [`crate::abi`]), because the faulting program
 //! may hold the lock it waits for, and would then keep it waiting forever. A program that
 //! gave up does not run on to a fault of its own, so when programs wait for each other the

@@ -171,7 +171,7 @@ impl Lowerer<'_> {
                 let a = self.eval(data.args[0], p)?;
                 self.ev_bitcast(a, d, lanes)
             }
-            bir::Opcode::Load { has_mask, has_other } => self.emit_load(i, p, has_mask, has_other)?,
+            bir::Opcode::Load { has_mask, has_other, .. } => self.emit_load(i, p, has_mask, has_other)?,
             bir::Opcode::Reduce { op, axis, keep_dims } => {
                 self.block_reduce(i, p, op, axis as usize, keep_dims)?
             }
@@ -323,7 +323,13 @@ impl Lowerer<'_> {
         };
         args.extend(other);
         let ty = if tile { Ty::Tile(d, p.lanes) } else { Ty::Scalar(d) };
-        let op = lir::Opcode::Load { addr, has_mask: mask.is_some(), has_other: other.is_some(), site };
+        let op = lir::Opcode::Load {
+            addr,
+            has_mask: mask.is_some(),
+            has_other: other.is_some(),
+            site,
+            volatile: false,
+        };
         let x = self.ins(op, args, ty);
         Ok(if tile { Ev::Tile(x) } else { Ev::Uniform(x) })
     }

@@ -281,8 +281,8 @@ pub(crate) fn clone_insts(
             continue;
         }
         let (opcode, args) = match data.opcode {
-            Opcode::Load { addr, has_mask: true, site, .. } if is_true(&data.args[2]) => (
-                Opcode::Load { addr, has_mask: false, has_other: false, site },
+            Opcode::Load { addr, has_mask: true, site, volatile, .. } if is_true(&data.args[2]) => (
+                Opcode::Load { addr, has_mask: false, has_other: false, site, volatile },
                 data.args[..2].iter().map(m).collect(),
             ),
             Opcode::Store { addr, has_mask: true, site, stream: false } if is_true(&data.args[3]) => (
@@ -329,8 +329,8 @@ pub(crate) fn clone_insts(
 /// An access of one lane: scalar addressing.
 fn one_lane(op: Opcode) -> Opcode {
     match op {
-        Opcode::Load { has_mask, has_other, site, .. } => {
-            Opcode::Load { addr: Addressing::Scalar, has_mask, has_other, site }
+        Opcode::Load { has_mask, has_other, site, volatile, .. } => {
+            Opcode::Load { addr: Addressing::Scalar, has_mask, has_other, site, volatile }
         }
         Opcode::Store { has_mask, site, .. } => {
             Opcode::Store { addr: Addressing::Scalar, has_mask, site, stream: false }

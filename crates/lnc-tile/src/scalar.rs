@@ -62,12 +62,13 @@ impl Lowerer<'_> {
                 self.ptr_parts.insert(data.results[0], (args[0], args[1]));
                 v
             }
-            bir::Opcode::Load { has_mask, has_other } => {
+            bir::Opcode::Load { has_mask, has_other, volatile } => {
                 let (base, off) = self.scalar_address(data.args[0]);
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Load { addr: lir::Addressing::Scalar, has_mask, has_other, site };
+                let op =
+                    lir::Opcode::Load { addr: lir::Addressing::Scalar, has_mask, has_other, site, volatile };
                 self.ins(op, a, ty())
             }
             bir::Opcode::Store { has_mask } => {

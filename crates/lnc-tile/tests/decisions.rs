@@ -388,8 +388,12 @@ fn a_hand_built_kernel() {
     let i = b.value(B::Arange { start: 0, end: 8 }, vec![], blk(Elem::Scalar(DType::I32)), s);
     let px = b.value(B::Splat, vec![x], blk(Elem::Ptr(DType::F32)), s);
     let px = b.value(B::PtrAdd, vec![px, i], blk(Elem::Ptr(DType::F32)), s);
-    let v =
-        b.value(B::Load { has_mask: false, has_other: false }, vec![px], blk(Elem::Scalar(DType::F32)), s);
+    let v = b.value(
+        B::Load { has_mask: false, has_other: false, volatile: false },
+        vec![px],
+        blk(Elem::Scalar(DType::F32)),
+        s,
+    );
     let one = b.const_float(DType::F32, 1.0, s);
     let one = b.value(B::Splat, vec![one], blk(Elem::Scalar(DType::F32)), s);
     let v = b.value(B::Binary(BinOp::Add), vec![v, one], blk(Elem::Scalar(DType::F32)), s);

@@ -358,11 +358,17 @@ fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
     }
 }
 
-/// Whether the kernel's programs may wait for each other: a kernel with atomics.
+/// Whether the kernel's programs may wait for each other: a kernel with atomics or
+/// volatile loads.
 fn programs_of(lir: &lnc_lir::Function) -> Programs {
     use lnc_lir::Opcode;
     let mut atomics = false;
-    lir.walk(|i| atomics |= matches!(lir.insts[i].opcode, Opcode::Atomic { .. } | Opcode::AtomicCas { .. }));
+    lir.walk(|i| {
+        atomics |= matches!(
+            lir.insts[i].opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
+        )
+    });
     if atomics { Programs::Synchronizing } else { Programs::Independent }
 }
 

@@ -85,7 +85,12 @@ pub fn layer_norm_fwd(block: u32) -> Function {
     let xp = b.value(Opcode::PtrAdd, vec![xs, cols], pf32b, D);
     let zero = b.const_float(DType::F32, 0.0, D);
     let zeros = b.value(Opcode::Splat, vec![zero], f32b, D);
-    let xv = b.value(Opcode::Load { has_mask: true, has_other: true }, vec![xp, mask, zeros], f32b, D);
+    let xv = b.value(
+        Opcode::Load { has_mask: true, has_other: true, volatile: false },
+        vec![xp, mask, zeros],
+        f32b,
+        D,
+    );
     let red = Opcode::Reduce { op: ReduceOp::Sum, axis: 0, keep_dims: false };
     let sum = b.value(red, vec![xv], f32t(), D);
     let nf = b.value(Opcode::Cast, vec![n], f32t(), D);
@@ -108,10 +113,12 @@ pub fn layer_norm_fwd(block: u32) -> Function {
     b.inst(Opcode::Store { has_mask: false }, vec![vrow, rstd], &[], D);
     let ws = b.value(Opcode::Splat, vec![w], pf32b, D);
     let wp = b.value(Opcode::PtrAdd, vec![ws, cols], pf32b, D);
-    let wv = b.value(Opcode::Load { has_mask: true, has_other: false }, vec![wp, mask], f32b, D);
+    let wv =
+        b.value(Opcode::Load { has_mask: true, has_other: false, volatile: false }, vec![wp, mask], f32b, D);
     let bs = b.value(Opcode::Splat, vec![bias], pf32b, D);
     let bp = b.value(Opcode::PtrAdd, vec![bs, cols], pf32b, D);
-    let bv = b.value(Opcode::Load { has_mask: true, has_other: false }, vec![bp, mask], f32b, D);
+    let bv =
+        b.value(Opcode::Load { has_mask: true, has_other: false, volatile: false }, vec![bp, mask], f32b, D);
     let xw = b.value(Opcode::Binary(BinOp::Mul), vec![xhat, wv], f32b, D);
     let yv = b.value(Opcode::Binary(BinOp::Add), vec![xw, bv], f32b, D);
     let ys = b.value(Opcode::Splat, vec![yr], pf32b, D);

@@ -126,7 +126,17 @@ impl B {
         let mut args = vec![p, off];
         args.extend(mask);
         args.extend(other);
-        self.val(Opcode::Load { addr, has_mask: mask.is_some(), has_other: other.is_some(), site }, &args, ty)
+        self.val(
+            Opcode::Load {
+                addr,
+                has_mask: mask.is_some(),
+                has_other: other.is_some(),
+                site,
+                volatile: false,
+            },
+            &args,
+            ty,
+        )
     }
 
     pub fn store(

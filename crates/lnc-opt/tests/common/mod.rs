@@ -104,7 +104,7 @@ impl K<'_> {
         let mut args = vec![p];
         args.extend(mask);
         args.extend(other);
-        let opcode = Opcode::Load { has_mask: mask.is_some(), has_other: other.is_some() };
+        let opcode = Opcode::Load { has_mask: mask.is_some(), has_other: other.is_some(), volatile: false };
         self.op(opcode, &args, ty)
     }
 
