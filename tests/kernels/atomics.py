@@ -167,3 +167,10 @@ def fault_while_one_waits_on_a_volatile_flag(Flag, Arrived, Y):
         tl.atomic_xchg(Arrived, 1)
         while tl.load(Flag, volatile=True) == 0:
             pass
+
+
+@triton.jit
+def volatile_copy(X, Y, n):
+    # Volatile loads of every dtype, masked and not: Y[0] = X[1], Y[1] = X[n] if n < 4.
+    tl.store(Y, tl.load(X + 1, volatile=True))
+    tl.store(Y + 1, tl.load(X + n, mask=n < 4, other=0, volatile=True))

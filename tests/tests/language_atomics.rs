@@ -664,3 +664,50 @@ fn a_volatile_wait_gives_up_after_a_fault() {
     let e = r.expect_err("program 0 stores out of bounds");
     assert!(e.contains("element offset 1 of `Y`") && e.contains("program [0, 0, 0]"), "{e}");
 }
+
+/// Volatile loads of every element type give the loaded values, masked lanes `other`
+/// (JIT against the interpreter and the inputs).
+#[test]
+fn volatile_loads_of_every_dtype() {
+    let m = module();
+    let x: [f64; 4] = [3.0, -2.0, 1.0, 0.0];
+    let cases: Vec<(&str, Data, Data)> = vec![
+        ("i1", Data::I1(x.iter().map(|&v| v != 0.0).collect()), Data::I1(vec![true; 2])),
+        ("i8", Data::I8(x.iter().map(|&v| v as i8).collect()), Data::I8(vec![9; 2])),
+        ("i16", Data::I16(x.iter().map(|&v| v as i16).collect()), Data::I16(vec![9; 2])),
+        ("i32", Data::I32(x.iter().map(|&v| v as i32).collect()), Data::I32(vec![9; 2])),
+        ("i64", Data::I64(x.iter().map(|&v| v as i64).collect()), Data::I64(vec![9; 2])),
+        ("u8", Data::U8(x.iter().map(|&v| v.abs() as u8).collect()), Data::U8(vec![9; 2])),
+        (
+            "fp16",
+            Data::F16(x.iter().map(|&v| half::f16::from_f64(v)).collect()),
+            Data::F16(vec![half::f16::NAN; 2]),
+        ),
+        (
+            "bf16",
+            Data::BF16(x.iter().map(|&v| half::bf16::from_f64(v)).collect()),
+            Data::BF16(vec![half::bf16::NAN; 2]),
+        ),
+        ("fp32", Data::F32(x.iter().map(|&v| v as f32).collect()), Data::F32(vec![f32::NAN; 2])),
+        ("fp64", Data::F64(x.to_vec()), Data::F64(vec![f64::NAN; 2])),
+    ];
+    for (ty, xs, ys) in cases {
+        for n in [2i32, 7] {
+            let case = Case::new(
+                "volatile_copy",
+                &format!("*{ty},*{ty},i32"),
+                1,
+                vec![A::Buf(xs.clone(), 0), A::Buf(ys.clone(), 0), n.into()],
+            );
+            let out = diff(&m, &case);
+            let got = out[1].data().to_f64s();
+            let want = [x[1], if n < 4 { x[n as usize] } else { 0.0 }];
+            let want: Vec<f64> = match ty {
+                "i1" => want.iter().map(|&v| (v != 0.0) as i64 as f64).collect(),
+                "u8" => want.iter().map(|v| v.abs()).collect(),
+                _ => want.to_vec(),
+            };
+            assert_eq!(got, want, "{ty}, n = {n}");
+        }
+    }
+}

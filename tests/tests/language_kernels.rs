@@ -58,6 +58,7 @@ const OWN_TESTS: &[(&str, &str)] = &[
     ("tests/kernels/control_flow.py", "range_edges"),
     // Program 0 waits for program 1: the interpreter, which runs them in order, would not end.
     ("tests/kernels/atomics.py", "fault_while_one_waits_on_a_volatile_flag"),
+    ("tests/kernels/atomics.py", "volatile_copy"),
 ];
 
 const HELPERS: &[(&str, &str)] = &[
