@@ -61,6 +61,12 @@ def center_rows(X, Y, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def store_every(Y, lo, hi, S: tl.constexpr):
+    for i in range(lo, hi, S):
+        tl.store(Y + i, 1.0)
+
+
+@triton.jit
 def check_row_count(Y, N):
     pid = tl.program_id(0)
     tl.device_assert(pid < N, "pid too large")
@@ -361,7 +367,7 @@ fn a_fault_while_holding_a_lock_is_reported_not_a_hang() {
         oob(k.launch(2, &lnc::args![&mut lock, &mut waiting, &mut y]))
     });
     assert_eq!((o.param.as_str(), o.offset, o.pid), ("Y", 1, [0, 0, 0]));
-    assert_eq!(o.location, "safety.py:68:9");
+    assert_eq!(o.location, "safety.py:74:9");
 }
 
 /// The same with the seed backward's dx kernel and a partial-dw buffer one row short: a
@@ -412,11 +418,25 @@ fn a_failed_device_assert_shows_its_line_and_message() {
             let lnc::Error::AssertFailed { ref location, pid, ref source_line, .. } = e else {
                 unreachable!()
             };
-            assert_eq!((location.as_str(), pid), ("safety.py:57:5", [5, 0, 0]));
+            assert_eq!((location.as_str(), pid), ("safety.py:63:5", [5, 0, 0]));
             assert_eq!(source_line.trim(), r#"tl.device_assert(pid < N, "pid too large")"#);
             assert!(e.to_string().ends_with(r#"| tl.device_assert(pid < N, "pid too large")"#), "{e}");
         }
         other => panic!("expected a failed assertion, got {other:?}"),
     }
     assert_eq!(y[..5], [1.0; 5]);
+}
+
+/// A loop with a 64-bit index may address a range of 2^64 bytes or more, which wraps
+/// around the address space: a check hoisted in front of it (first and last address)
+/// would pass while the stores between leave the buffer (this run crashed). Such loops
+/// check each access: the store at element 2^40 is reported.
+#[test]
+fn a_64_bit_loop_whose_addresses_wrap_is_checked_per_access() {
+    let k = module().kernel("store_every", "*fp32,i64,i64,1099511627776").unwrap();
+    let mut y = guarded(1);
+    let o = oob(k.launch(1, &lnc::args![&mut y[..1], 0i64, (1i64 << 62) + 1]));
+    assert_eq!((o.param.as_str(), o.offset, o.location.as_str()), ("Y", 1 << 40, "safety.py:57:9"));
+    assert_eq!(y[0], 1.0);
+    assert_guard_intact(&y, 1);
 }

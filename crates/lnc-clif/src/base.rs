@@ -46,6 +46,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     assert_block: Option<Block>,
     /// The shared exit of programs that give up waiting because another one faulted.
     cancel_block: Option<Block>,
+    /// The stack slot holding the context pointer, in kernels with loops that may wait.
+    ctx_slot: Option<StackSlot>,
     /// What bounds checks need of each checked argument, loaded once in the entry block
     /// so that they dominate every access and stay out of loops.
     pub(crate) checked_args: HashMap<u32, ArgBounds>,
@@ -169,6 +171,7 @@ pub(crate) fn codegen_fn(
         oob_block: None,
         assert_block: None,
         cancel_block: None,
+        ctx_slot: None,
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
@@ -196,6 +199,16 @@ pub(crate) fn codegen_fn(
     fx.f16c = opts.f16c && crate::f16c::available(fx.module.isa());
     if opts.checked {
         load_checked_args(&mut fx)?;
+    }
+    let mut waits = false;
+    f.walk(|i| waits |= f.insts[i].opcode == Opcode::While && uses_atomics(f, i));
+    if waits {
+        // The context pointer is kept in a stack slot for the loops that may wait (see
+        // `give_up_after_fault`): they only read it while waiting, and in a register it
+        // would take one from every loop of the kernel.
+        let slot = fx.bcx.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        fx.bcx.ins().stack_store(types::I64, fx.abi[3], slot, 0);
+        fx.ctx_slot = Some(slot);
     }
     let grid = program_loop_head(&mut fx, program);
     if codegen_region(&mut fx, &f.body, &[])?.is_some() {
@@ -526,9 +539,13 @@ impl FunctionCx<'_, '_> {
     /// on `ProgramCtx::stop`): emitted at the top of each turn of a loop that may wait for
     /// another program, which may have faulted while holding the lock it waits for.
     fn give_up_after_fault(&mut self) {
-        let stop = self.load_abi(types::I64, self.abi[3], ctx_offsets::STOP);
-        // An atomic load: Cranelift keeps a plain one out of the loop if nothing in it
-        // writes memory it knows of.
+        // Atomic loads, the pointer's too: Cranelift keeps neither out of the loop (a plain
+        // load of the lowest fault, if nothing in the loop writes memory it knows of; the
+        // pointer, to the function's entry, where it would hold a register through every
+        // loop of the kernel).
+        let slot = self.ctx_slot.expect("a slot for the context when a loop may wait");
+        let ctx = self.bcx.ins().stack_load(types::I64, types::I64, slot, 0);
+        let stop = self.bcx.ins().load(types::I64, MemFlagsData::trusted(), ctx, ctx_offsets::STOP);
         let lowest = self.bcx.ins().atomic_load(types::I64, MemFlagsData::trusted(), stop);
         let faulted = self.bcx.ins().icmp_imm_s(IntCC::NotEqual, lowest, NO_FAULT as i64);
         let cancel = self.cancel_block();
@@ -583,8 +600,11 @@ impl FunctionCx<'_, '_> {
         }
         if let Some(b) = self.cancel_block {
             self.bcx.switch_to_block(b);
-            let ran = self.bcx.ins().isub(self.count, self.left);
-            self.bcx.ins().store(MemFlagsData::trusted(), ran, self.abi[3], ctx_offsets::RAN);
+            // `left`, not `count - left` as faults store: the call's count would otherwise
+            // hold a register through every loop (see `Status::Cancelled`).
+            let slot = self.ctx_slot.expect("a slot for the context when a loop may wait");
+            let ctx = self.bcx.ins().stack_load(types::I64, types::I64, slot, 0);
+            self.bcx.ins().store(MemFlagsData::trusted(), self.left, ctx, ctx_offsets::RAN);
             let status = self.bcx.ins().iconst(types::I32, Status::Cancelled as i64);
             self.bcx.ins().return_(&[status]);
         }
@@ -1159,14 +1179,22 @@ fn for_body(
             (next, loop_continues(fx, DType::I64, next, ub64, step64))
         }
         _ => {
-            let (next, wrapped) = if d.is_signed() {
-                fx.bcx.ins().sadd_overflow(iv, step)
+            // The index has not reached `ub` (the entry or the previous turn checked it),
+            // so the distance left is exact as an unsigned number, and the step past the
+            // bound is the one not shorter than it: no sum that could wrap is compared.
+            let next = fx.bcx.ins().iadd(iv, step);
+            let left_up = fx.bcx.ins().isub(ub, iv);
+            let again_up = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThan, left_up, step);
+            let again = if d.is_signed() {
+                let up = fx.bcx.ins().icmp_imm_s(IntCC::SignedGreaterThan, step, 0);
+                let left_down = fx.bcx.ins().isub(iv, ub);
+                let back = fx.bcx.ins().ineg(step);
+                let again_down = fx.bcx.ins().icmp(IntCC::UnsignedGreaterThan, left_down, back);
+                fx.bcx.ins().select(up, again_up, again_down)
             } else {
-                fx.bcx.ins().uadd_overflow(iv, step)
+                again_up
             };
-            let before_ub = loop_continues(fx, d, next, ub, step);
-            let no_wrap = fx.bcx.ins().icmp_imm_u(IntCC::Equal, wrapped, 0);
-            (next, fx.bcx.ins().band(before_ub, no_wrap))
+            (next, again)
         }
     };
     let body_args = block_args(&[&[iv_next][..], &next].concat());

@@ -59,6 +59,12 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
     let f = fx.f;
     let region = &f.insts[l].regions[0];
     let iv = region.args[0];
+    // With a 64-bit index the addresses of a loop's range may span 2^64 bytes or more,
+    // wrapping around: a check of the first and last address would then pass while the
+    // accesses between them leave the buffer. Such loops keep their per-access checks.
+    if f.ty(iv).dtype().bits() == 64 {
+        return Vec::new();
+    }
     // `iv + k` values defined at the top level of the body.
     let mut shifted: Vec<(lir::Value, lir::Value)> = Vec::new();
     let mut out = Vec::new();

@@ -15,7 +15,7 @@
 //!
 //! Every other loop must still stop where Python's `range` stops ([`Stepping`]): an index
 //! of at most 32 bits steps in `i64` too, only its addressing stays on the `i32` index;
-//! a 64-bit index ends the loop on the overflow flag of its step.
+//! a 64-bit index compares the distance left to the bound with the step.
 
 use cranelift_codegen::ir::Value;
 use lnc_lir::ranges::{Ranges, const_int};
@@ -36,7 +36,8 @@ pub(crate) enum Stepping {
     /// An index of at most 32 bits stepped in `i64` (sign- or zero-extended by its
     /// signedness), where the step past the bound cannot wrap.
     Extended,
-    /// A 64-bit index: the overflow flag of the step ends the loop.
+    /// A 64-bit index: the loop goes on while the distance left to the bound is longer
+    /// than the step (an unsigned comparison, which no sum can wrap).
     Checked,
 }
 

@@ -16,9 +16,12 @@
 //! - The return value is a [`Status`] code: 0 when all `count` programs finished. A
 //!   program that faults ends the call: the kernel fills `ctx.fault` and sets `ctx.ran` to
 //!   the number of programs of the call that finished before it.
-//! - A program waiting in a `while` loop that uses atomics or volatile loads (a spin lock, a flag) reads
-//!   `*ctx.stop` on every turn of the loop, and gives up with [`Status::Cancelled`]
-//!   (setting `ctx.ran` too) once it no longer holds [`NO_FAULT`]: a program that faulted
+//! - A program waiting in a `while` loop that uses atomics or volatile loads (a spin lock, a
+//!   flag) reads `*ctx.stop` on every turn of the loop, and gives up with
+//!   [`Status::Cancelled`] once it no longer holds [`NO_FAULT`], setting `ctx.ran` to the
+//!   number of programs of the call left, itself included (not the number finished: the
+//!   call's count would otherwise hold a register through every loop of the kernel). The
+//!   launcher runs the programs after it again. A program that faulted
 //!   while holding a lock would otherwise keep the programs waiting for it spinning
 //!   forever, and the launch would hang instead of reporting the fault.
 //!
@@ -39,7 +42,8 @@ pub enum Status {
     /// A `device_assert` failed; `ctx.fault.site` says which.
     AssertFailed = 2,
     /// The program stopped waiting in a loop because another program of the launch
-    /// faulted (`*ctx.stop` is not [`NO_FAULT`]); not a fault of its own.
+    /// faulted (`*ctx.stop` is not [`NO_FAULT`]); not a fault of its own. `ctx.ran` holds
+    /// how many programs of the call were left, this one included.
     Cancelled = 3,
 }
 

@@ -35,9 +35,10 @@
 //! the lowest fault seen so far, so every program that could fault earlier still runs and
 //! a faulting launch does not run to the end of the grid.
 //!
-//! One exception: a program waiting in a loop that uses atomics or volatile loads gives up once any program
-//! has faulted ([`Status::Cancelled`], see [`crate::abi`]), because the faulting program
-//! may hold the lock it waits for, and would then keep it waiting forever. A program that
+//! One exception: a program waiting in a loop that uses atomics or volatile loads gives up
+//! once any program has faulted ([`Status::Cancelled`], see [`crate::abi`]), because the
+//! faulting program may hold the lock it waits for, and would then keep it waiting forever.
+//! The programs after it in its chunk still run (up to the lowest fault), but the one that
 //! gave up does not run on to a fault of its own, so when programs wait for each other the
 //! program reported can depend on timing, as the order in which they take a lock does.
 
@@ -298,12 +299,25 @@ impl Job {
     /// Runs programs `start..end` in order, in one call of the kernel; returns the first
     /// failure.
     fn run_chunk(&self, ctx: &mut ProgramCtx, start: u64, end: u64) -> Result<(), Failure> {
-        let pid = self.pid_of(start);
-        // SAFETY: the caller's guarantees documented on `launch`.
-        let code = unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx, end - start) };
-        // A cancelled program gave up waiting because another one faulted, which that
-        // program's worker reports; the rest of the chunk is not run.
-        if code == Status::Ok as u32 || code == Status::Cancelled as u32 {
+        let mut start = start;
+        let code = loop {
+            let pid = self.pid_of(start);
+            // SAFETY: the caller's guarantees documented on `launch`.
+            let code =
+                unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx, end - start) };
+            if code != Status::Cancelled as u32 {
+                break code;
+            }
+            // A program gave up waiting because another one faulted, which that program's
+            // worker reports. The programs after it in the chunk still run, as far as the
+            // lowest fault: one of them may fault earlier in the launch's order.
+            let left = ctx.ran.clamp(1, end - start);
+            start = end - left + 1;
+            if start >= end || start > self.lowest_fault.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+        };
+        if code == Status::Ok as u32 {
             return Ok(());
         }
         // A kernel that follows the ABI says which of its programs stopped; the clamp keeps
@@ -454,7 +468,8 @@ mod tests {
         for ran in 0..count {
             let code = program(p);
             if code != 0 {
-                unsafe { (*ctx).ran = ran };
+                // `Cancelled` counts the programs left instead (see `Status::Cancelled`).
+                unsafe { (*ctx).ran = if code == Status::Cancelled as u32 { count - ran } else { ran } };
                 return code;
             }
             p[0] += 1;
@@ -517,9 +532,10 @@ mod tests {
         }
     }
 
-    /// Program 1 sets `*args[0]` and then waits until `*ctx.stop` reports a fault, as a
+    /// Program 0 sets `*args[0]` and then waits until `*ctx.stop` reports a fault, as a
     /// program spinning on a lock held by a faulting one does, and gives up with
-    /// `Cancelled`; program 0 waits for that flag and faults.
+    /// `Cancelled`. Program `*args[1]` waits for that flag and faults; so does program
+    /// `*args[2]`, at once (`u32::MAX`: none). The others do nothing.
     unsafe extern "C" fn fault_while_one_waits(
         args: *const u64,
         pid: *const u32,
@@ -529,19 +545,25 @@ mod tests {
     ) -> u32 {
         unsafe {
             let waiting = &*(*args as *const AtomicU32);
+            let (late, early) = (*args.add(1) as u32, *args.add(2) as u32);
             each_program(pid, nprog, ctx, count, |p| {
                 if p[0] == 0 {
+                    waiting.store(1, Ordering::Release);
+                    while (*(*ctx).stop).load(Ordering::Relaxed) == NO_FAULT {
+                        std::hint::spin_loop();
+                    }
+                    return Status::Cancelled as u32;
+                }
+                if p[0] == late {
                     while waiting.load(Ordering::Acquire) == 0 {
                         std::hint::spin_loop();
                     }
-                    (*ctx).fault = Fault { site: 5, arg: 0, offset: 1 };
+                }
+                if p[0] == late || p[0] == early {
+                    (*ctx).fault = Fault { site: 5, arg: 0, offset: p[0] as i64 };
                     return Status::OutOfBounds as u32;
                 }
-                waiting.store(1, Ordering::Release);
-                while (*(*ctx).stop).load(Ordering::Relaxed) == NO_FAULT {
-                    std::hint::spin_loop();
-                }
-                Status::Cancelled as u32
+                0
             })
         }
     }
@@ -687,24 +709,35 @@ mod tests {
         }
     }
 
-    /// A program that gives up waiting (`Cancelled`) is not reported; the fault that
-    /// made it give up is. Two programs on two threads run on different workers (chunks of
-    /// one program), so program 1 is waiting when program 0 faults.
+    /// A program that gives up waiting (`Cancelled`) is not reported, though its index is
+    /// lower; the fault that made it give up is. Two programs on two threads run on
+    /// different workers (chunks of one program), so program 0 is waiting when program 1
+    /// faults.
     #[test]
     fn a_cancelled_program_gives_way_to_the_fault() {
         let p = pool(2);
         let waiting = AtomicU32::new(0);
-        let args = [pack_ptr(&waiting)];
+        let args = [pack_ptr(&waiting), 1, u32::MAX as u64];
         let err =
-            run(fault_while_one_waits, [2, 1, 1], &args, &[Bounds::default()], 0, Some(&p)).unwrap_err();
-        assert_eq!(
-            err,
-            LaunchError::Fault {
-                status: Status::OutOfBounds,
-                pid: [0, 0, 0],
-                fault: Fault { site: 5, arg: 0, offset: 1 }
-            }
-        );
+            run(fault_while_one_waits, [2, 1, 1], &args, &[Bounds::default(); 3], 0, Some(&p)).unwrap_err();
+        let fault = Fault { site: 5, arg: 0, offset: 1 };
+        assert_eq!(err, LaunchError::Fault { status: Status::OutOfBounds, pid: [1, 0, 0], fault });
+    }
+
+    /// The programs after a cancelled one in its chunk still run: one of them may fault
+    /// earlier in the launch's order than the fault that cancelled it. 64 programs on two
+    /// threads come in chunks of 5: program 0 waits until program 5 (another worker's
+    /// chunk) faults, then program 2 of its own chunk faults, and is the one reported.
+    #[test]
+    fn programs_after_a_cancelled_one_still_run() {
+        let p = pool(2);
+        assert_eq!(chunk_len(64, 2, Programs::Independent), 5);
+        let waiting = AtomicU32::new(0);
+        let args = [pack_ptr(&waiting), 5, 2];
+        let err =
+            run(fault_while_one_waits, [64, 1, 1], &args, &[Bounds::default(); 3], 0, Some(&p)).unwrap_err();
+        let fault = Fault { site: 5, arg: 0, offset: 2 };
+        assert_eq!(err, LaunchError::Fault { status: Status::OutOfBounds, pid: [2, 0, 0], fault });
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Module {
         self.ast.functions.iter().rev().find(|f| f.name.name == name).ok_or_else(|| Error::NoSuchKernel {
             name: name.to_string(),
             file: self.file.name.clone(),
-            available: self.ast.functions.iter().map(|f| f.name.name.as_str()).collect::<Vec<_>>().join(", "),
+            available: self.kernels().into_iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
         })
     }
 
