@@ -676,8 +676,8 @@ impl<'a> Verifier<'a> {
             }
             Opcode::Load { addr, has_mask, has_other, site, volatile } => {
                 self.site(i, site, true);
-                if volatile && addr != Addressing::Scalar {
-                    self.err(Some(i), "a volatile load must use scalar addressing".to_string());
+                if volatile && (addr != Addressing::Scalar || self.res(i, 0).is_tile()) {
+                    self.err(Some(i), "a volatile load must be a scalar load".to_string());
                 }
                 if !self.counts(i, 2 + has_mask as usize + has_other as usize, 1) {
                     return;

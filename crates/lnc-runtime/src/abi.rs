@@ -16,14 +16,15 @@
 //! - The return value is a [`Status`] code: 0 when all `count` programs finished. A
 //!   program that faults ends the call: the kernel fills `ctx.fault` and sets `ctx.ran` to
 //!   the number of programs of the call that finished before it.
-//! - A program waiting in a `while` loop that uses atomics or volatile loads (a spin lock, a
-//!   flag) reads `*ctx.stop` on every turn of the loop, and gives up with
-//!   [`Status::Cancelled`] once it no longer holds [`NO_FAULT`], setting `ctx.ran` to the
-//!   number of programs of the call left, itself included (not the number finished: the
-//!   call's count would otherwise hold a register through every loop of the kernel). The
-//!   launcher runs the programs after it again. A program that faulted
-//!   while holding a lock would otherwise keep the programs waiting for it spinning
-//!   forever, and the launch would hang instead of reporting the fault.
+//! - A program in a `while` loop that uses atomics or volatile loads (a spin lock, a flag,
+//!   or any other such loop: the check cannot tell waiting from working) reads
+//!   `*ctx.stop` on every turn of the loop, and gives up with [`Status::Cancelled`] once
+//!   it no longer holds [`NO_FAULT`], setting `ctx.ran` to the number of programs of the
+//!   call left, itself included (not the number finished: the call's count would
+//!   otherwise hold a register through every loop of the kernel). The launcher then calls
+//!   the kernel for the programs after it. A program that faulted while holding a lock
+//!   would otherwise keep the programs waiting for it spinning forever, and the launch
+//!   would hang instead of reporting the fault.
 //!
 //! Running a chunk of programs per call, rather than one, keeps the call, the function's
 //! prologue and the loads of everything that does not depend on the pid (argument slots,
@@ -92,7 +93,8 @@ pub struct ProgramCtx {
     /// Written by the kernel when it returns a non-zero status.
     pub fault: Fault,
     /// Written with `fault`: how many programs of the call finished before the one that
-    /// stopped.
+    /// stopped; with [`Status::Cancelled`] (`fault` unwritten): how many programs of the
+    /// call were left, the cancelled one included.
     pub ran: u64,
     /// The launch's lowest faulting flat program index, [`NO_FAULT`] while none has
     /// faulted; written by the launcher, read by programs waiting in loops (see the module

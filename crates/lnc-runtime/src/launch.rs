@@ -35,12 +35,13 @@
 //! the lowest fault seen so far, so every program that could fault earlier still runs and
 //! a faulting launch does not run to the end of the grid.
 //!
-//! One exception: a program waiting in a loop that uses atomics or volatile loads gives up
-//! once any program has faulted ([`Status::Cancelled`], see [`crate::abi`]), because the
-//! faulting program may hold the lock it waits for, and would then keep it waiting forever.
-//! The programs after it in its chunk still run (up to the lowest fault), but the one that
-//! gave up does not run on to a fault of its own, so when programs wait for each other the
-//! program reported can depend on timing, as the order in which they take a lock does.
+//! One exception: a program in a `while` loop that uses atomics or volatile loads gives up
+//! at its next turn once any program has faulted ([`Status::Cancelled`], see
+//! [`crate::abi`]), because the faulting program may hold the lock it waits for, and would
+//! then keep it waiting forever. The programs after it in its chunk still run (up to the
+//! lowest fault), but the one that gave up does not run on to a fault of its own, so for
+//! programs with such loops the program reported can depend on timing (as the order in
+//! which programs take a lock does); for programs without them it is still the first.
 
 use std::alloc::Layout;
 use std::cell::Cell;

@@ -171,6 +171,10 @@ impl Lowerer<'_> {
                 let a = self.eval(data.args[0], p)?;
                 self.ev_bitcast(a, d, lanes)
             }
+            bir::Opcode::Load { volatile: true, .. } => {
+                // The front end and the block-IR verifier refuse these.
+                return Err(TileError::new(self.span, "internal: a volatile load of a block"));
+            }
             bir::Opcode::Load { has_mask, has_other, .. } => self.emit_load(i, p, has_mask, has_other)?,
             bir::Opcode::Reduce { op, axis, keep_dims } => {
                 self.block_reduce(i, p, op, axis as usize, keep_dims)?
