@@ -1,11 +1,22 @@
 //! The grid launcher: runs every program of a grid once, on the calling thread and the
 //! threads of a rayon pool.
 //!
-//! The grid is flattened with axis 0 fastest. Each worker takes the next contiguous chunk
-//! of program ids from a shared counter until none is left, as a GPU starts blocks in
-//! order: programs that run at the same time have neighbouring ids, a worker walking its
-//! chunk touches neighbouring rows (its prefetchers stay busy), and a slow worker (the
-//! machine is shared) takes fewer chunks. Chunks are of odd length: with chunks of a
+//! The grid is flattened with axis 0 fastest and cut into contiguous ranges, one per
+//! worker for independent programs, one shared by all for programs that use atomics
+//! ([`Programs`]). A worker takes the next contiguous chunk of program ids of its range
+//! from the range's counter until none is left, then takes chunks of the other ranges
+//! the same way: a worker walking its chunks touches neighbouring rows (its prefetchers
+//! stay busy), and a slow worker (the machine is shared) takes fewer chunks.
+//!
+//! Why a range per worker: with one shared counter the two workers' chunks of 127 rows
+//! interleaved in memory, and each worker's stream restarted at every chunk. Measured
+//! with lnc-bench on the seed forward (2 threads, M = 4096, caches flushed), in a state of
+//! the machine where the copy moved 52–66 GB/s: lnc/Rust 0.85–0.91 → 1.05–1.28 at N =
+//! 512, 0.84–0.87 → 1.01–1.04 at N = 768, 0.86–1.01 → 1.09–1.10 at N = 1024. (When the
+//! copy moved 33–41 GB/s, halves and one counter measured alike.) Programs that use
+//! atomics keep one counter: the seed backward's lock timings below were measured so.
+//!
+//! Chunks are of odd length: with chunks of a
 //! power-of-two length, workers fall into step at distances that are multiples of the
 //! power-of-two group counts kernels hash program ids into (the seed backward's
 //! `row % GROUP_SIZE_M` locks), and then wait on the same lock every time.
@@ -30,10 +41,11 @@
 //! [`crate::abi`]).
 //!
 //! Faults are deterministic: the error names the faulting program with the lowest flat
-//! index, whatever the number of threads. Chunks are handed out in increasing order, a
-//! chunk stops at its first faulting program, and workers take no chunk that starts above
-//! the lowest fault seen so far, so every program that could fault earlier still runs and
-//! a faulting launch does not run to the end of the grid.
+//! index, whatever the number of threads. Each range hands out its chunks in increasing
+//! order, a chunk stops at its first faulting program, and a worker takes no chunk that
+//! starts above the lowest fault seen so far but goes on to the other ranges, so every
+//! program that could fault earlier still runs and a faulting launch does not run to the
+//! end of the grid.
 //!
 //! One exception: a program in a `while` loop that uses atomics or volatile loads gives up
 //! at its next turn once any program has faulted ([`Status::Cancelled`], see
@@ -190,7 +202,7 @@ pub unsafe fn launch(
         lowest_fault: AtomicU64::new(NO_FAULT),
     };
     if total == 1 {
-        return job.run_worker(&AtomicU64::new(0), 1, 1).map_err(|f| f.1);
+        return job.run_worker(&[(AtomicU64::new(0), 1)], 0, 1).map_err(|f| f.1);
     }
     let threads = match pool {
         Some(p) => p.current_num_threads(),
@@ -198,10 +210,19 @@ pub unsafe fn launch(
     } as u64;
     let chunk = chunk_len(total, threads, programs);
     let workers = threads.max(1).min(total.div_ceil(chunk));
-    let next = AtomicU64::new(0);
+    // Independent programs: one contiguous range per worker (see the module docs);
+    // programs that use atomics: one range all workers share.
+    let parts = match programs {
+        Programs::Independent => workers,
+        Programs::Synchronizing => 1,
+    };
+    let ranges: Vec<(AtomicU64, u64)> =
+        (0..parts).map(|r| (AtomicU64::new(total * r / parts), total * (r + 1) / parts)).collect();
+    let homes = AtomicU64::new(0);
     let first: Mutex<Option<Failure>> = Mutex::new(None);
     let work = || {
-        if let Err(f) = job.run_worker(&next, chunk, total) {
+        let home = (homes.fetch_add(1, Ordering::Relaxed) % parts) as usize;
+        if let Err(f) = job.run_worker(&ranges, home, chunk) {
             let mut first = first.lock().unwrap_or_else(|p| p.into_inner());
             if first.as_ref().is_none_or(|g| f.0 < g.0) {
                 *first = Some(f);
@@ -210,7 +231,7 @@ pub unsafe fn launch(
     };
     // The calling thread is a worker too: it starts at once, while the pool's threads
     // may take tens of microseconds to wake (measured: 15-40 µs after a pause, against
-    // 0.5-1 ms launches of the seed kernels at 4096 x 512); the shared counter hands the
+    // 0.5-1 ms launches of the seed kernels at 4096 x 512); the range counters hand the
     // chunks they would have taken to the workers already running.
     let work = &work;
     match pool {
@@ -260,9 +281,10 @@ unsafe impl Sync for Job {}
 struct Failure(u64, LaunchError);
 
 impl Job {
-    /// Takes chunks of `chunk` programs from `next` until the grid's `total` programs are
-    /// handed out, running each chunk's programs in order; returns the first failure.
-    fn run_worker(&self, next: &AtomicU64, chunk: u64, total: u64) -> Result<(), Failure> {
+    /// Takes chunks of `chunk` programs from the range `home` of `ranges` (the next
+    /// program to hand out, the end) until it is handed out, then from the others in
+    /// turn, running each chunk's programs in order; returns the first failure.
+    fn run_worker(&self, ranges: &[(AtomicU64, u64)], home: usize, chunk: u64) -> Result<(), Failure> {
         let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(0, e))?;
         if !scratch.ptr.is_null() {
             // SAFETY: the area holds at least `scratch_bytes` bytes.
@@ -276,14 +298,17 @@ impl Job {
             stop: &self.lowest_fault,
         };
         let mut result = Ok(());
-        loop {
-            let start = next.fetch_add(chunk, Ordering::Relaxed);
-            if start >= total || start > self.lowest_fault.load(Ordering::Relaxed) {
-                break;
-            }
-            if let Err(e) = self.run_chunk(&mut ctx, start, (start + chunk).min(total)) {
-                result = Err(e);
-                break;
+        'ranges: for k in 0..ranges.len() {
+            let (next, end) = &ranges[(home + k) % ranges.len()];
+            loop {
+                let start = next.fetch_add(chunk, Ordering::Relaxed);
+                if start >= *end || start > self.lowest_fault.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Err(e) = self.run_chunk(&mut ctx, start, (start + chunk).min(*end)) {
+                    result = Err(e);
+                    break 'ranges;
+                }
             }
         }
         // Kernels may store with non-temporal stores (lnc-clif's `stream`), which x86 does
