@@ -735,35 +735,41 @@ mod tests {
         }
     }
 
+    /// The error of a launch of [`fault_while_one_waits`] on `programs` programs and two
+    /// threads, with programs `late` and `early` faulting.
+    fn cancel_case(programs: u32, late: u32, early: u32) -> LaunchError {
+        let p = pool(2);
+        let waiting = AtomicU32::new(0);
+        let args = [pack_ptr(&waiting), late as u64, early as u64];
+        run(fault_while_one_waits, [programs, 1, 1], &args, &[Bounds::default(); 3], 0, Some(&p)).unwrap_err()
+    }
+
     /// A program that gives up waiting (`Cancelled`) is not reported, though its index is
     /// lower; the fault that made it give up is. Two programs on two threads run on
     /// different workers (chunks of one program), so program 0 is waiting when program 1
     /// faults.
     #[test]
     fn a_cancelled_program_gives_way_to_the_fault() {
-        let p = pool(2);
-        let waiting = AtomicU32::new(0);
-        let args = [pack_ptr(&waiting), 1, u32::MAX as u64];
-        let err =
-            run(fault_while_one_waits, [2, 1, 1], &args, &[Bounds::default(); 3], 0, Some(&p)).unwrap_err();
         let fault = Fault { site: 5, arg: 0, offset: 1 };
-        assert_eq!(err, LaunchError::Fault { status: Status::OutOfBounds, pid: [1, 0, 0], fault });
+        assert_eq!(
+            cancel_case(2, 1, u32::MAX),
+            LaunchError::Fault { status: Status::OutOfBounds, pid: [1, 0, 0], fault }
+        );
     }
 
     /// The programs after a cancelled one in its chunk still run: one of them may fault
     /// earlier in the launch's order than the fault that cancelled it. 64 programs on two
-    /// threads come in chunks of 5: program 0 waits until program 5 (another worker's
-    /// chunk) faults, then program 2 of its own chunk faults, and is the one reported.
+    /// threads come in chunks of 5: program 0 waits until program 5 faults (run by the
+    /// other worker, which takes that chunk once its own range is done), then program 2 of
+    /// program 0's chunk faults, and is the one reported.
     #[test]
     fn programs_after_a_cancelled_one_still_run() {
-        let p = pool(2);
         assert_eq!(chunk_len(64, 2, Programs::Independent), 5);
-        let waiting = AtomicU32::new(0);
-        let args = [pack_ptr(&waiting), 5, 2];
-        let err =
-            run(fault_while_one_waits, [64, 1, 1], &args, &[Bounds::default(); 3], 0, Some(&p)).unwrap_err();
         let fault = Fault { site: 5, arg: 0, offset: 2 };
-        assert_eq!(err, LaunchError::Fault { status: Status::OutOfBounds, pid: [2, 0, 0], fault });
+        assert_eq!(
+            cancel_case(64, 5, 2),
+            LaunchError::Fault { status: Status::OutOfBounds, pid: [2, 0, 0], fault }
+        );
     }
 
     #[test]
