@@ -44,10 +44,11 @@ pub(crate) struct FunctionCx<'a, 'b> {
     oob_block: Option<Block>,
     /// The shared exit of failed asserts, `(site: i32, arg: i32)`.
     assert_block: Option<Block>,
+    /// The `while` loops that may wait for another program (they use atomics or volatile
+    /// loads), and the stack slot holding the context pointer for them.
+    waiting: Option<(HashSet<lir::Inst>, StackSlot)>,
     /// The shared exit of programs that give up waiting because another one faulted.
     cancel_block: Option<Block>,
-    /// The stack slot holding the context pointer, in kernels with loops that may wait.
-    ctx_slot: Option<StackSlot>,
     /// What bounds checks need of each checked argument, loaded once in the entry block
     /// so that they dominate every access and stay out of loops.
     pub(crate) checked_args: HashMap<u32, ArgBounds>,
@@ -170,8 +171,8 @@ pub(crate) fn codegen_fn(
         helpers: HashMap::new(),
         oob_block: None,
         assert_block: None,
+        waiting: None,
         cancel_block: None,
-        ctx_slot: None,
         checked_args: HashMap::new(),
         half_bits: HashMap::new(),
         prechecked: HashSet::new(),
@@ -200,15 +201,19 @@ pub(crate) fn codegen_fn(
     if opts.checked {
         load_checked_args(&mut fx)?;
     }
-    let mut waits = false;
-    f.walk(|i| waits |= f.insts[i].opcode == Opcode::While && uses_atomics(f, i));
-    if waits {
+    let mut waiting = HashSet::new();
+    f.walk(|i| {
+        if f.insts[i].opcode == Opcode::While && uses_atomics(f, i) {
+            waiting.insert(i);
+        }
+    });
+    if !waiting.is_empty() {
         // The context pointer is kept in a stack slot for the loops that may wait (see
         // `give_up_after_fault`): they only read it while waiting, and in a register it
         // would take one from every loop of the kernel.
         let slot = fx.bcx.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
         fx.bcx.ins().stack_store(types::I64, fx.abi[3], slot, 0);
-        fx.ctx_slot = Some(slot);
+        fx.waiting = Some((waiting, slot));
     }
     let grid = program_loop_head(&mut fx, program);
     if codegen_region(&mut fx, &f.body, &[])?.is_some() {
@@ -538,12 +543,10 @@ impl FunctionCx<'_, '_> {
     /// Returns [`Status::Cancelled`] if a program of the launch has faulted (see the ABI
     /// on `ProgramCtx::stop`): emitted at the top of each turn of a loop that may wait for
     /// another program, which may have faulted while holding the lock it waits for.
-    fn give_up_after_fault(&mut self) {
-        // Atomic loads, the pointer's too: Cranelift keeps neither out of the loop (a plain
-        // load of the lowest fault, if nothing in the loop writes memory it knows of; the
-        // pointer, to the function's entry, where it would hold a register through every
-        // loop of the kernel).
-        let slot = self.ctx_slot.expect("a slot for the context when a loop may wait");
+    fn give_up_after_fault(&mut self, slot: StackSlot) {
+        // An atomic load: Cranelift keeps a plain one out of the loop if nothing in it
+        // writes memory it knows of. The context pointer comes from its slot, so that it
+        // holds no register through the kernel's other loops.
         let ctx = self.bcx.ins().stack_load(types::I64, types::I64, slot, 0);
         let stop = self.bcx.ins().load(types::I64, MemFlagsData::trusted(), ctx, ctx_offsets::STOP);
         let lowest = self.bcx.ins().atomic_load(types::I64, MemFlagsData::trusted(), stop);
@@ -598,11 +601,11 @@ impl FunctionCx<'_, '_> {
             let status = self.bcx.ins().iconst(types::I32, Status::OutOfBounds as i64);
             self.bcx.ins().return_(&[status]);
         }
-        if let Some(b) = self.cancel_block {
+        if let (Some(b), Some((_, slot))) = (self.cancel_block, &self.waiting) {
+            let slot = *slot;
             self.bcx.switch_to_block(b);
             // `left`, not `count - left` as faults store: the call's count would otherwise
             // hold a register through every loop (see `Status::Cancelled`).
-            let slot = self.ctx_slot.expect("a slot for the context when a loop may wait");
             let ctx = self.bcx.ins().stack_load(types::I64, types::I64, slot, 0);
             self.bcx.ins().store(MemFlagsData::trusted(), self.left, ctx, ctx_offsets::RAN);
             let status = self.bcx.ins().iconst(types::I32, Status::Cancelled as i64);
@@ -942,15 +945,9 @@ fn loop_continues(fx: &mut FunctionCx, d: DType, iv: Value, ub: Value, step: Val
     fx.bcx.ins().select(up, below, above)
 }
 
-/// `v` of integer dtype `d` extended to `i64` by its signedness.
+/// `v` of an integer dtype `d` narrower than 64 bits, extended to `i64` by its signedness.
 fn extend_to_i64(fx: &mut FunctionCx, d: DType, v: Value) -> Value {
-    if fx.bcx.func.dfg.value_type(v) == types::I64 {
-        v
-    } else if d.is_signed() {
-        fx.bcx.ins().sextend(types::I64, v)
-    } else {
-        fx.bcx.ins().uextend(types::I64, v)
-    }
+    if d.is_signed() { fx.bcx.ins().sextend(types::I64, v) } else { fx.bcx.ins().uextend(types::I64, v) }
 }
 
 /// A rotated loop: the entry tests the first iteration, the body's end tests the next,
@@ -1160,8 +1157,8 @@ fn for_body(
             fx.wide.insert(region.args[0], param);
             fx.bcx.ins().ireduce(narrow, param)
         }
-        Stepping::Extended if narrow != types::I64 => fx.bcx.ins().ireduce(narrow, param),
-        Stepping::Extended | Stepping::Checked => param,
+        Stepping::Extended => fx.bcx.ins().ireduce(narrow, param),
+        Stepping::Checked => param,
     };
     let mut args = vec![CVal::Scalar(iv)];
     args.extend(block_vals(fx, body, 1, &carried_tys)?);
@@ -1252,8 +1249,11 @@ fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenErro
 
     fx.bcx.switch_to_block(body);
     let fwd = block_vals(fx, body, 0, &fwd_tys)?;
-    if uses_atomics(f, inst) {
-        fx.give_up_after_fault();
+    if let Some((loops, slot)) = &fx.waiting
+        && loops.contains(&inst)
+    {
+        let slot = *slot;
+        fx.give_up_after_fault(slot);
     }
     let next = yielded(codegen_region(fx, after, &fwd)?, "a while body")?;
     let next = canonical_args(fx, &carried_tys, &next)?;

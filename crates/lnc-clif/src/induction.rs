@@ -43,13 +43,10 @@ pub(crate) enum Stepping {
 
 /// How the index of `for` instruction `l` steps.
 pub(crate) fn stepping(f: &lir::Function, ranges: &Ranges, l: lir::Inst) -> Stepping {
-    if let Some(s) = wide_step(f, ranges, l) {
-        return Stepping::Wide(s);
+    if f.ty(f.insts[l].args[0]).dtype().bits() == 64 {
+        return Stepping::Checked;
     }
-    match f.ty(f.insts[l].args[0]).dtype().bits() {
-        64 => Stepping::Checked,
-        _ => Stepping::Extended,
-    }
+    wide_step(f, ranges, l).map_or(Stepping::Extended, Stepping::Wide)
 }
 
 /// The constant positive step of `for` instruction `l` when its index runs in `i64`.

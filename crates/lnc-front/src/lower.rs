@@ -83,7 +83,7 @@ pub fn lower_kernel(
     kernel: &str,
     sig: &Signature,
 ) -> Result<Function, Vec<Diagnostic>> {
-    let Some(fdef) = ast.functions.iter().rev().find(|f| f.name.name == kernel) else {
+    let Some(fdef) = ast.function(kernel) else {
         let mut d = Diagnostic::error_nospan(format!("no @jit function named `{kernel}` in {}", file.name));
         let names: Vec<&str> = ast.functions.iter().map(|f| f.name.name.as_str()).collect();
         if let Some(s) = suggest(kernel, names.iter().copied()) {
@@ -578,7 +578,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             };
             return self.fail(d);
         }
-        if let Some(i) = self.ast.functions.iter().rposition(|f| f.name.name == name) {
+        if let Some(i) = self.ast.function_index(name) {
             return Ok(Val::Func(Callee::Jit(i)));
         }
         match name {

@@ -10,6 +10,19 @@ pub struct File {
     pub functions: Vec<FunctionDef>,
 }
 
+impl File {
+    /// The index of the function `name` binds: of a name defined twice, the last
+    /// definition, as Python binds it.
+    pub fn function_index(&self, name: &str) -> Option<usize> {
+        self.functions.iter().rposition(|f| f.name.name == name)
+    }
+
+    /// The function `name` binds (see [`File::function_index`]).
+    pub fn function(&self, name: &str) -> Option<&FunctionDef> {
+        self.function_index(name).map(|i| &self.functions[i])
+    }
+}
+
 /// A name with its span.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ident {

@@ -98,8 +98,7 @@ impl Kernel {
                 written: written.contains(&p.slot),
             })
             .collect();
-        let slots =
-            module.ast.functions.iter().rev().find(|f| f.name.name == name).map_or(0, |f| f.params.len());
+        let slots = module.ast.function(name).map_or(0, |f| f.params.len());
         Ok(Kernel {
             name: name.to_string(),
             file: module.file.clone(),

@@ -66,7 +66,7 @@ impl Module {
         fns.iter()
             .enumerate()
             // As in Python, a later definition of a name replaces the earlier one.
-            .filter(|&(i, f)| !fns[i + 1..].iter().any(|g| g.name.name == f.name.name))
+            .filter(|&(i, f)| self.ast.function_index(&f.name.name) == Some(i))
             .map(|(_, f)| KernelInfo {
                 name: f.name.name.clone(),
                 params: f
@@ -84,7 +84,7 @@ impl Module {
     }
 
     fn function(&self, name: &str) -> Result<&ast::FunctionDef> {
-        self.ast.functions.iter().rev().find(|f| f.name.name == name).ok_or_else(|| Error::NoSuchKernel {
+        self.ast.function(name).ok_or_else(|| Error::NoSuchKernel {
             name: name.to_string(),
             file: self.file.name.clone(),
             available: self.kernels().into_iter().map(|k| k.name).collect::<Vec<_>>().join(", "),

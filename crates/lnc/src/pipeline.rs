@@ -146,7 +146,7 @@ pub(crate) fn compile(
 ) -> Result<Artifacts> {
     let mut timings = Timings::default();
     if req.wants(Stage::Ast)
-        && let Some(f) = ast.functions.iter().rev().find(|f| f.name.name == kernel)
+        && let Some(f) = ast.function(kernel)
     {
         dumps.push(Dump { stage: Stage::Ast, pass: None, text: lnc_syntax::print::dump_function(f) });
     }
