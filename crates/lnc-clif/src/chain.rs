@@ -173,7 +173,8 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> Dense {
     }
     let groups = hoistable(fx, l);
     let mut out: Dense = Vec::new();
-    for g in &groups {
+    // Chained checks add `k` in the loops' type: widened offsets keep their own.
+    for g in groups.iter().filter(|g| !g.wide) {
         let key = (g.ptr, g.site, g.size, g.add);
         let only = groups.iter().filter(|h| (h.ptr, h.site, h.size, h.add) == key).count() == 1;
         if only && g.lo == 0 && g.hi + g.lanes as i64 == step {

@@ -40,6 +40,9 @@ pub(crate) struct Hoisted {
     pub(crate) site: u32,
     pub(crate) lanes: u32,
     pub(crate) size: u32,
+    /// The offset is `i64(iv + c) + k` of a 32-bit `iv` (`off + tl.arange(...)` with a
+    /// 64-bit `off`): `lo`/`hi` are added before widening, as the body computes them.
+    pub(crate) wide: bool,
 }
 
 /// The integer constant `v` is, if it is one.
@@ -67,10 +70,41 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
     }
     // `iv + k` values defined at the top level of the body.
     let mut shifted: Vec<(lir::Value, lir::Value)> = Vec::new();
+    // `i64(iv + c)` (`c` a constant, 0 for `iv`) of a 32-bit `iv`, and those plus `k`.
+    let narrow = f.ty(iv) == Ty::Scalar(DType::I32);
+    let mut widened: Vec<(lir::Value, i64)> = Vec::new();
+    let mut wide_shifted: Vec<(lir::Value, i64, lir::Value)> = Vec::new();
     let mut out = Vec::new();
     for &j in &region.insts {
         let d = &f.insts[j];
         match d.opcode {
+            Opcode::Cast if narrow && f.ty(d.results[0]) == Ty::Scalar(DType::I64) => {
+                let x = d.args[0];
+                let c = if x == iv {
+                    Some(0)
+                } else {
+                    shifted.iter().find(|(v, _)| *v == x).and_then(|&(_, k)| const_int(f, k))
+                };
+                if let Some(c) = c {
+                    widened.push((d.results[0], c));
+                }
+                continue;
+            }
+            Opcode::Binary(BinOp::Add)
+                if !widened.is_empty() && f.ty(d.results[0]) == Ty::Scalar(DType::I64) =>
+            {
+                let (a, b) = (d.args[0], d.args[1]);
+                let wide_of = |v: lir::Value| widened.iter().find(|(w, _)| *w == v).map(|&(_, c)| c);
+                let hit = match (wide_of(a), wide_of(b)) {
+                    (Some(c), _) if fx.is_defined(b) => Some((c, b)),
+                    (_, Some(c)) if fx.is_defined(a) => Some((c, a)),
+                    _ => None,
+                };
+                if let Some((c, k)) = hit {
+                    wide_shifted.push((d.results[0], c, k));
+                }
+                continue;
+            }
             Opcode::Binary(BinOp::Add) => {
                 let (a, b) = (d.args[0], d.args[1]);
                 // `k` must be known before the loop: defined there, or a constant.
@@ -97,6 +131,26 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                 if lanes == 0 || !fx.is_defined(ptr) {
                     continue;
                 }
+                let (lanes, size) = (lanes as u32, elem.size());
+                let wide = match widened.iter().find(|(v, _)| *v == offset) {
+                    Some(&(_, c)) => Some((None, c)),
+                    None => wide_shifted.iter().find(|(v, _, _)| *v == offset).map(|&(_, c, k)| (Some(k), c)),
+                };
+                if let Some((add, c)) = wide {
+                    // One check each: their ranges are joined in the loop's type only.
+                    out.push(Hoisted {
+                        insts: vec![j],
+                        ptr,
+                        add,
+                        lo: c,
+                        hi: c,
+                        site,
+                        lanes,
+                        size,
+                        wide: true,
+                    });
+                    continue;
+                }
                 let (add, c) = if offset == iv {
                     (None, 0)
                 } else if let Some(&(_, k)) = shifted.iter().find(|(v, _)| *v == offset) {
@@ -107,9 +161,9 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                 } else {
                     continue;
                 };
-                let (lanes, size) = (lanes as u32, elem.size());
                 let joins = |h: &Hoisted| {
-                    h.add.is_none()
+                    !h.wide
+                        && h.add.is_none()
                         && add.is_none()
                         && (h.ptr, h.site, h.lanes, h.size) == (ptr, site, lanes, size)
                         && c >= h.lo - lanes as i64
@@ -121,7 +175,17 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                         h.lo = h.lo.min(c);
                         h.hi = h.hi.max(c);
                     }
-                    None => out.push(Hoisted { insts: vec![j], ptr, add, lo: c, hi: c, site, lanes, size }),
+                    None => out.push(Hoisted {
+                        insts: vec![j],
+                        ptr,
+                        add,
+                        lo: c,
+                        hi: c,
+                        site,
+                        lanes,
+                        size,
+                        wide: false,
+                    }),
                 }
             }
             _ => {}
@@ -199,6 +263,27 @@ pub(crate) fn emit_loop_entry(
     let span_iv = fx.bcx.ins().imul_imm_s(trips, step);
     let last = fx.bcx.ins().iadd(lb, span_iv);
     for a in accesses {
+        if a.wide {
+            // `i64(iv + c) + k`, wrapping as the body computes it. With a 32-bit `iv` the
+            // range spans less than 2^35 bytes, so its addresses are contiguous modulo
+            // 2^64 and the check of its ends is exact.
+            let first_iv = fx.bcx.ins().iadd_imm_s(lb, a.lo);
+            let last_iv = fx.bcx.ins().iadd_imm_s(last, a.hi);
+            let mut first_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, first_iv);
+            let mut last_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, last_iv);
+            if let Some(k) = a.add {
+                let k = fx.scalar(k)?;
+                first_off = fx.bcx.ins().iadd(first_off, k);
+                last_off = fx.bcx.ins().iadd(last_off, k);
+            }
+            let base = fx.scalar(a.ptr)?;
+            let first = element_address(fx, base, first_off, DType::I64, a.size);
+            let last_elem = element_address(fx, base, last_off, DType::I64, a.size);
+            let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
+            check_span(fx, a.site, first, end, a.size)?;
+            fx.prechecked.extend(a.insts.iter().copied());
+            continue;
+        }
         let (mut first_off, mut last_off) = (lb, last);
         if let Some(k) = a.add {
             let k = fx.scalar(k)?;

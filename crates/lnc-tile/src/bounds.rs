@@ -29,13 +29,37 @@ use crate::rewrite::{
     konst, parents, walk_nested,
 };
 
-/// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps.
+/// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps,
+/// in `dt` (`iv` is widened to `i64` when the offsets are `i64` and the loop's index is
+/// not: `off + tl.arange(...)` with a 64-bit `off`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Key {
     pub(crate) n: Value,
     pub(crate) base: Option<Value>,
     pub(crate) extent: i64,
     pub(crate) step: i64,
+    pub(crate) dt: DType,
+}
+
+impl Key {
+    /// Whether `base + iv + lane` may wrap around for some `iv` of the loop, in a 64-bit
+    /// comparison: a base within `extent` of its type's maximum. The lanes past the wrap
+    /// are negative and pass the predicate, so it is not `iv + lane < nb` for any count
+    /// `nb`; the split then guards its steady loop at run time ([`Key::no_wrap`]). (32-bit
+    /// comparisons, as the seed kernels' are, are split without that guard.)
+    pub(crate) fn may_wrap(&self) -> bool {
+        self.dt == DType::I64 && self.base.is_some()
+    }
+
+    /// `base <= MAX - (extent - 1)` in the base's type (`i64`, or `i32` for `i64(iv + base)`):
+    /// no lane of the loop wraps. `None` when none can.
+    fn no_wrap(&self, f: &mut Function, emit: &mut Emit<'_>) -> Option<Value> {
+        let base = self.base.filter(|_| self.may_wrap())?;
+        let bt = f.ty(base).dtype();
+        let max = if bt == DType::I64 { i64::MAX } else { i64::from(i32::MAX) };
+        let limit = konst(f, bt, Const::Int(max - (self.extent - 1)));
+        Some(emit(f, Opcode::Cmp(CmpOp::Le), vec![base, limit], Ty::Scalar(DType::I1)))
+    }
 }
 
 struct Cand {
@@ -58,7 +82,10 @@ pub(crate) fn run(f: &mut Function) {
         if let Some((key, pset)) = candidate(f, l) {
             let at_top = top.contains(&key.n) && key.base.is_none_or(|b| top.contains(&b));
             let dropped = local_drop(f, l, &pset);
-            let droppable = dropped.as_ref().is_some_and(|(w, _)| w.is_empty() || at_top);
+            // A scalar loop's droppable tail is removed outright, which a run-time guard
+            // against wrapping could not bring back.
+            let droppable = dropped.as_ref().is_some_and(|(w, _)| w.is_empty() || at_top)
+                && !(key.may_wrap() && key.step == 1);
             let (writes, zero_sums) = dropped.unwrap_or_default();
             cands.push(Cand { inst: l, key, droppable, writes, zero_sums });
         }
@@ -166,11 +193,42 @@ fn match_bound(
         }
         (a, b)
     };
-    if inside.contains(&n) || f.ty(iv).dtype() != dt {
+    if inside.contains(&n) {
         return None;
     }
-    let base = iv_plus(f, s, iv, inside)?;
-    Some(Key { n, base, extent, step })
+    let base = if f.ty(iv).dtype() == dt {
+        iv_plus(f, s, iv, inside)?
+    } else if dt == DType::I64 && f.ty(iv).dtype() == DType::I32 {
+        widened_iv_plus(f, s, iv, inside)?
+    } else {
+        return None;
+    };
+    Some(Key { n, base, extent, step, dt })
+}
+
+/// For a 32-bit `iv` and 64-bit `v`: `Some(None)` when `v` is `iv` widened, `Some(Some(b))`
+/// when it is that plus `b` (64-bit) or `iv + b` widened (`b` 32-bit), `b` defined outside
+/// the loop. Widening `iv` is exact (`0 <= iv < extent`); `iv + b` is where it does not
+/// wrap, which the split checks at run time ([`Key::no_wrap`]).
+fn widened_iv_plus(f: &Function, v: Value, iv: Value, inside: &HashSet<Value>) -> Option<Option<Value>> {
+    let is_wide_iv =
+        |x: Value| def(f, x).is_some_and(|c| f.insts[c].opcode == Opcode::Cast && f.insts[c].args[0] == iv);
+    let d = &f.insts[def(f, v)?];
+    if d.opcode == Opcode::Cast && f.ty(d.args[0]) == Ty::Scalar(DType::I32) {
+        return iv_plus(f, d.args[0], iv, inside);
+    }
+    if d.opcode != Opcode::Binary(BinOp::Add) {
+        return None;
+    }
+    let (x, y) = (d.args[0], d.args[1]);
+    let other = if is_wide_iv(x) {
+        y
+    } else if is_wide_iv(y) {
+        x
+    } else {
+        return None;
+    };
+    (!inside.contains(&other)).then_some(Some(other))
 }
 
 /// An abstract lane value of the tiles past `n`: a known constant or anything.
@@ -451,6 +509,7 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     };
     let i32t = Ty::Scalar(DType::I32);
     let nb = enabled_count(f, &c.key, &mut emit);
+    let no_wrap = c.key.no_wrap(f, &mut emit);
     let (full, tub) = if c.key.step == 1 {
         (nb, if c.droppable { nb } else { f.insts[l].args[1] })
     } else {
@@ -465,6 +524,16 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
         };
         (full, tub)
     };
+    // Where a lane wraps, the steady loop runs no tile and the tail all of them, masked.
+    let (full, tub) = match no_wrap {
+        Some(ok) => {
+            let zero = konst(f, DType::I32, Const::Int(0));
+            let full = emit(f, Opcode::Select, vec![ok, full, zero], i32t);
+            let tub = emit(f, Opcode::Select, vec![ok, tub, f.insts[l].args[1]], i32t);
+            (full, tub)
+        }
+        None => (full, tub),
+    };
     // The steady loop: a clone of the loop up to `full`, the predicate all-true.
     let mut map = HashMap::new();
     let mut truthy = pset.clone();
@@ -477,7 +546,8 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     args[1] = tub;
     args.truncate(3);
     args.extend(results.iter().copied());
-    if c.droppable && c.key.step > 1 {
+    // The scalar tail runs up to `nb`, which is no bound where a lane wraps.
+    if c.droppable && c.key.step > 1 && no_wrap.is_none() {
         new.extend(scalar_tail(f, l, nb, &pset).unwrap_or_default());
     }
     insert_before(f, parent, l, &new);
@@ -492,29 +562,47 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
         l
     };
     if c.droppable && !c.zero_sums.is_empty() {
-        count_positive_zeros(f, c, last, nb, parent);
+        count_positive_zeros(f, c, last, nb, no_wrap, parent);
     }
 }
 
 /// `nb = min(max(n - base, 0), extent)` as an `i32`, computed in `i64` so that nothing
-/// wraps: how many leading elements of the loop's space have the predicate true.
+/// wraps (for 64-bit `n` and `base`, from the sign of `n - base` and whether it wrapped):
+/// how many leading elements of the loop's space have the predicate true, when no lane
+/// wraps ([`Key::may_wrap`]).
 pub(crate) fn enabled_count(f: &mut Function, key: &Key, emit: &mut Emit<'_>) -> Value {
     let i64t = Ty::Scalar(DType::I64);
     let widen = |f: &mut Function, emit: &mut Emit<'_>, v: Value| {
         if f.ty(v) == i64t { v } else { emit(f, Opcode::Cast, vec![v], i64t) }
     };
     let n = widen(f, emit, key.n);
-    let d = match key.base {
-        Some(b) => {
-            let b = widen(f, emit, b);
-            emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t)
-        }
-        None => n,
-    };
     let zero = konst(f, DType::I64, Const::Int(0));
     let ext = konst(f, DType::I64, Const::Int(key.extent));
-    let t = emit(f, Opcode::Binary(BinOp::Max), vec![d, zero], i64t);
-    let t = emit(f, Opcode::Binary(BinOp::Min), vec![t, ext], i64t);
+    let t = match key.base {
+        // `n - base` of 64-bit values may wrap: where `n > base`, a negative difference
+        // is one beyond `i64::MAX`, so more than `extent`.
+        Some(b) if key.dt == DType::I64 => {
+            let b = widen(f, emit, b);
+            let d = emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t);
+            let i1 = Ty::Scalar(DType::I1);
+            let above = emit(f, Opcode::Cmp(CmpOp::Gt), vec![n, b], i1);
+            let wrapped = emit(f, Opcode::Cmp(CmpOp::Lt), vec![d, zero], i1);
+            let t = emit(f, Opcode::Binary(BinOp::Min), vec![d, ext], i64t);
+            let t = emit(f, Opcode::Select, vec![wrapped, ext, t], i64t);
+            emit(f, Opcode::Select, vec![above, t, zero], i64t)
+        }
+        base => {
+            let d = match base {
+                Some(b) => {
+                    let b = widen(f, emit, b);
+                    emit(f, Opcode::Binary(BinOp::Sub), vec![n, b], i64t)
+                }
+                None => n,
+            };
+            let t = emit(f, Opcode::Binary(BinOp::Max), vec![d, zero], i64t);
+            emit(f, Opcode::Binary(BinOp::Min), vec![t, ext], i64t)
+        }
+    };
     emit(f, Opcode::Cast, vec![t], Ty::Scalar(DType::I32))
 }
 
@@ -536,7 +624,14 @@ fn replace_uses(f: &mut Function, map: &HashMap<Value, Value>) {
 /// every element is `-0.0` and none are skipped. So after `last` (the loop that ends the
 /// split), each such sum `r` becomes `r + z`, `z = nb < extent ? +0.0 : -0.0` on every
 /// lane: `r` unchanged except a `-0.0` lane turned `+0.0` exactly when lanes were skipped.
-fn count_positive_zeros(f: &mut Function, c: &Cand, last: Inst, nb: Value, parent: Parent) {
+fn count_positive_zeros(
+    f: &mut Function,
+    c: &Cand,
+    last: Inst,
+    nb: Value,
+    no_wrap: Option<Value>,
+    parent: Parent,
+) {
     let span = f.spans[last];
     let results = f.insts[last].results.clone();
     let ext = konst(f, DType::I32, Const::Int(c.key.extent));
@@ -546,7 +641,11 @@ fn count_positive_zeros(f: &mut Function, c: &Cand, last: Inst, nb: Value, paren
         new.push(i);
         f.insts[i].results[0]
     };
-    let skipped = emit(f, Opcode::Cmp(CmpOp::Lt), vec![nb, ext], Ty::Scalar(DType::I1));
+    let mut skipped = emit(f, Opcode::Cmp(CmpOp::Lt), vec![nb, ext], Ty::Scalar(DType::I1));
+    // Where a lane wraps, every tile ran.
+    if let Some(ok) = no_wrap {
+        skipped = emit(f, Opcode::Binary(BinOp::And), vec![skipped, ok], Ty::Scalar(DType::I1));
+    }
     let mut map = HashMap::new();
     for &k in &c.zero_sums {
         let Some(&r) = results.get(k) else { continue };

@@ -183,7 +183,8 @@ fn rewrite_loop(
         return;
     }
     let inside = defined_inside(f, l);
-    let bound = candidate(f, l);
+    // A bound whose lanes may wrap is no count of leading elements (`bounds::Key::may_wrap`).
+    let bound = candidate(f, l).filter(|(k, _)| !k.may_wrap());
     let pset = bound.as_ref().map(|(_, p)| p.clone()).unwrap_or_default();
     // Accesses per argument: (loads, stores).
     let mut per_arg: HashMap<u32, (usize, usize)> = HashMap::new();

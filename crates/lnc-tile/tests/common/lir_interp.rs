@@ -349,7 +349,7 @@ impl Machine<'_> {
             Opcode::Iota => {
                 let d = rty.unwrap().dtype();
                 let s = int(a[0].s());
-                Some(V::T((0..lanes as i64).map(|k| S::I(d.wrap_int(s + k))).collect()))
+                Some(V::T((0..lanes as i64).map(|k| S::I(d.wrap_int(s.wrapping_add(k)))).collect()))
             }
             Opcode::Binary(op) => {
                 let d = f.ty(data.args[0]).dtype();
