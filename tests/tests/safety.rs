@@ -89,6 +89,14 @@ def fault_holding_a_lock(Lock, Waiting, Y):
         while tl.atomic_cas(Lock, 0, 1) == 1:
             pass
         tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def double_in_blocks(X, Y, N, BLOCK: tl.constexpr):
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        m = cols < N
+        tl.store(Y + cols, tl.load(X + cols, mask=m) * 2.0, mask=m)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -439,4 +447,24 @@ fn a_64_bit_loop_whose_addresses_wrap_is_checked_per_access() {
     assert_eq!((o.param.as_str(), o.offset, o.location.as_str()), ("Y", 1 << 40, "safety.py:57:9"));
     assert_eq!(y[0], 1.0);
     assert_guard_intact(&y, 1);
+}
+
+/// A loop over blocks to a 64-bit `N` (offsets `i64(iv) + off`, bounds checked once per
+/// block loop) reports the same first element past the buffer as with a 32-bit `N`, and
+/// runs right when everything is inside.
+#[test]
+fn a_loop_to_a_64_bit_bound_is_checked_like_a_32_bit_one() {
+    for ty in ["i32", "i64"] {
+        let k = module().kernel("double_in_blocks", &format!("*fp32,*fp32,{ty},16")).unwrap();
+        let x: Vec<f32> = (0..100).map(|i| i as f32 - 40.5).collect();
+        let n = |v: i64| if ty == "i32" { lnc::Arg::from(v as i32) } else { lnc::Arg::from(v) };
+        let mut y = guarded(61);
+        k.launch(1, &[lnc::Arg::from(&x[..]), lnc::Arg::from(&mut y[..61]), n(61)]).unwrap();
+        assert!((0..61).all(|i| y[i] == 2.0 * x[i]), "{ty}: {:?}", &y[..61]);
+        assert_guard_intact(&y, 61);
+        let mut y = guarded(60);
+        let o = oob(k.launch(1, &[lnc::Arg::from(&x[..]), lnc::Arg::from(&mut y[..60]), n(100)]));
+        assert_eq!((o.param.as_str(), o.offset, o.location.as_str()), ("Y", 60, "safety.py:90:9"), "{ty}");
+        assert_guard_intact(&y, 60);
+    }
 }
