@@ -136,19 +136,20 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                     Some(&(_, c)) => Some((None, c)),
                     None => wide_shifted.iter().find(|(v, _, _)| *v == offset).map(|&(_, c, k)| (Some(k), c)),
                 };
+                let single = |add, c, wide| Hoisted {
+                    insts: vec![j],
+                    ptr,
+                    add,
+                    lo: c,
+                    hi: c,
+                    site,
+                    lanes,
+                    size,
+                    wide,
+                };
                 if let Some((add, c)) = wide {
                     // One check each: their ranges are joined in the loop's type only.
-                    out.push(Hoisted {
-                        insts: vec![j],
-                        ptr,
-                        add,
-                        lo: c,
-                        hi: c,
-                        site,
-                        lanes,
-                        size,
-                        wide: true,
-                    });
+                    out.push(single(add, c, true));
                     continue;
                 }
                 let (add, c) = if offset == iv {
@@ -175,17 +176,7 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                         h.lo = h.lo.min(c);
                         h.hi = h.hi.max(c);
                     }
-                    None => out.push(Hoisted {
-                        insts: vec![j],
-                        ptr,
-                        add,
-                        lo: c,
-                        hi: c,
-                        site,
-                        lanes,
-                        size,
-                        wide: false,
-                    }),
+                    None => out.push(single(add, c, false)),
                 }
             }
             _ => {}
