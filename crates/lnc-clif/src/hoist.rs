@@ -254,42 +254,32 @@ pub(crate) fn emit_loop_entry(
     let span_iv = fx.bcx.ins().imul_imm_s(trips, step);
     let last = fx.bcx.ins().iadd(lb, span_iv);
     for a in accesses {
-        if a.wide {
-            // `i64(iv + c) + k`, wrapping as the body computes it. With a 32-bit `iv` the
-            // range spans less than 2^35 bytes, so its addresses are contiguous modulo
-            // 2^64 and the check of its ends is exact.
-            let first_iv = fx.bcx.ins().iadd_imm_s(lb, a.lo);
-            let last_iv = fx.bcx.ins().iadd_imm_s(last, a.hi);
-            let mut first_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, first_iv);
-            let mut last_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, last_iv);
-            if let Some(k) = a.add {
-                let k = fx.scalar(k)?;
-                first_off = fx.bcx.ins().iadd(first_off, k);
-                last_off = fx.bcx.ins().iadd(last_off, k);
-            }
-            let base = fx.scalar(a.ptr)?;
-            let first = element_address(fx, base, first_off, DType::I64, a.size);
-            let last_elem = element_address(fx, base, last_off, DType::I64, a.size);
-            let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
-            check_span(fx, a.site, first, end, a.size)?;
-            fx.prechecked.extend(a.insts.iter().copied());
-            continue;
-        }
+        // The constants go in first: for a widened offset, `i64(iv + c) + k` computes
+        // `iv + c` in the loop's type (wrapping as the body does). With a 32-bit `iv` the
+        // range spans less than 2^35 bytes, so its addresses are contiguous modulo 2^64
+        // and the check of its ends is exact.
         let (mut first_off, mut last_off) = (lb, last);
-        if let Some(k) = a.add {
-            let k = fx.scalar(k)?;
-            first_off = fx.bcx.ins().iadd(first_off, k);
-            last_off = fx.bcx.ins().iadd(last_off, k);
-        }
         if a.lo != 0 {
             first_off = fx.bcx.ins().iadd_imm_s(first_off, a.lo);
         }
         if a.hi != 0 {
             last_off = fx.bcx.ins().iadd_imm_s(last_off, a.hi);
         }
+        let dt = if a.wide {
+            first_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, first_off);
+            last_off = fx.bcx.ins().sextend(cranelift_codegen::ir::types::I64, last_off);
+            DType::I64
+        } else {
+            d
+        };
+        if let Some(k) = a.add {
+            let k = fx.scalar(k)?;
+            first_off = fx.bcx.ins().iadd(first_off, k);
+            last_off = fx.bcx.ins().iadd(last_off, k);
+        }
         let base = fx.scalar(a.ptr)?;
-        let first = element_address(fx, base, first_off, d, a.size);
-        let last_elem = element_address(fx, base, last_off, d, a.size);
+        let first = element_address(fx, base, first_off, dt, a.size);
+        let last_elem = element_address(fx, base, last_off, dt, a.size);
         let end = fx.bcx.ins().iadd_imm_s(last_elem, (a.lanes * a.size) as i64);
         check_span(fx, a.site, first, end, a.size)?;
         fx.prechecked.extend(a.insts.iter().copied());

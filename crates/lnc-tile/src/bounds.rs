@@ -25,8 +25,8 @@ use std::collections::{HashMap, HashSet};
 use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, Value};
 
 use crate::rewrite::{
-    Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of, iv_plus,
-    konst, parents, walk_nested,
+    Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of,
+    is_widened_iv, iv_plus, konst, parents, term_plus, walk_nested,
 };
 
 /// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps,
@@ -211,24 +211,11 @@ fn match_bound(
 /// the loop. Widening `iv` is exact (`0 <= iv < extent`); `iv + b` is where it does not
 /// wrap, which the split checks at run time ([`Key::no_wrap`]).
 fn widened_iv_plus(f: &Function, v: Value, iv: Value, inside: &HashSet<Value>) -> Option<Option<Value>> {
-    let is_wide_iv =
-        |x: Value| def(f, x).is_some_and(|c| f.insts[c].opcode == Opcode::Cast && f.insts[c].args[0] == iv);
     let d = &f.insts[def(f, v)?];
     if d.opcode == Opcode::Cast && f.ty(d.args[0]) == Ty::Scalar(DType::I32) {
         return iv_plus(f, d.args[0], iv, inside);
     }
-    if d.opcode != Opcode::Binary(BinOp::Add) {
-        return None;
-    }
-    let (x, y) = (d.args[0], d.args[1]);
-    let other = if is_wide_iv(x) {
-        y
-    } else if is_wide_iv(y) {
-        x
-    } else {
-        return None;
-    };
-    (!inside.contains(&other)).then_some(Some(other))
+    term_plus(f, v, |x| is_widened_iv(f, x, iv), |t| !inside.contains(&t))
 }
 
 /// An abstract lane value of the tiles past `n`: a known constant or anything.

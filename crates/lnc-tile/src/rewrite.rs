@@ -131,7 +131,18 @@ pub(crate) fn for_loops(f: &Function) -> Vec<Inst> {
 /// `v` as `iv` (`Some(None)`) or `iv + t` (`Some(Some(t))`) with `t` defined outside the
 /// loop (not in `inside`).
 pub(crate) fn iv_plus(f: &Function, v: Value, iv: Value, inside: &HashSet<Value>) -> Option<Option<Value>> {
-    if v == iv {
+    term_plus(f, v, |x| x == iv, |t| !inside.contains(&t))
+}
+
+/// `v` as a term (`Some(None)`) or `term + t` (`Some(Some(t))`, either order) with `t`
+/// accepted by `other`.
+pub(crate) fn term_plus(
+    f: &Function,
+    v: Value,
+    is_term: impl Fn(Value) -> bool,
+    other: impl Fn(Value) -> bool,
+) -> Option<Option<Value>> {
+    if is_term(v) {
         return Some(None);
     }
     let d = &f.insts[def(f, v)?];
@@ -139,14 +150,23 @@ pub(crate) fn iv_plus(f: &Function, v: Value, iv: Value, inside: &HashSet<Value>
         return None;
     }
     let (x, y) = (d.args[0], d.args[1]);
-    let other = if x == iv {
+    let t = if is_term(x) {
         y
-    } else if y == iv {
+    } else if is_term(y) {
         x
     } else {
         return None;
     };
-    (!inside.contains(&other)).then_some(Some(other))
+    other(t).then_some(Some(t))
+}
+
+/// Whether `v` is `iv` converted to an integer type at least as wide (exact: `0 <= iv <
+/// extent`).
+pub(crate) fn is_widened_iv(f: &Function, v: Value, iv: Value) -> bool {
+    def(f, v).is_some_and(|c| {
+        let d = &f.insts[c];
+        d.opcode == Opcode::Cast && d.args[0] == iv && f.ty(v).dtype().bits() >= f.ty(iv).dtype().bits()
+    })
 }
 
 /// Inserts `new` before `at` in its parent region.

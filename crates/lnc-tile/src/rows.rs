@@ -66,7 +66,8 @@ use lnc_lir::{Addressing, Const, DType, Function, Inst, Opcode, SCRATCH_FLAG_BYT
 
 use crate::bounds::{candidate, enabled_count};
 use crate::rewrite::{
-    ArgAccess, Parent, def, defined_inside, for_loops, insert_before, int_of, konst, parents, region_mut,
+    ArgAccess, Parent, def, defined_inside, for_loops, insert_before, int_of, is_widened_iv, konst, parents,
+    region_mut, term_plus,
 };
 
 /// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one instruction
@@ -195,33 +196,9 @@ fn rewrite_loop(
             _ => {}
         }
     }
-    // `iv`, or `iv` widened (exact: `0 <= iv < extent`).
-    let is_iv = |v: Value| {
-        v == iv
-            || def(f, v).is_some_and(|c| {
-                let cd = &f.insts[c];
-                cd.opcode == Opcode::Cast
-                    && cd.args[0] == iv
-                    && f.ty(v).dtype().bits() >= f.ty(iv).dtype().bits()
-            })
-    };
+    // At `iv` or `iv + t`, `iv` possibly widened, `t` invariant in the loop.
     let start_of = |offset: Value| -> Option<Option<Value>> {
-        if is_iv(offset) {
-            return Some(None);
-        }
-        let od = &f.insts[def(f, offset)?];
-        if od.opcode != Opcode::Binary(lnc_lir::BinOp::Add) {
-            return None;
-        }
-        let (a, b) = (od.args[0], od.args[1]);
-        let t = if is_iv(a) {
-            b
-        } else if is_iv(b) {
-            a
-        } else {
-            return None;
-        };
-        invariant(f, t, &inside, DEPTH).then_some(Some(t))
+        term_plus(f, offset, |v| v == iv || is_widened_iv(f, v, iv), |t| invariant(f, t, &inside, DEPTH))
     };
     // The mask of an access: the predicate `P`, or `P & splat(c)` with `c` invariant;
     // `Some(guard)` when acceptable.
