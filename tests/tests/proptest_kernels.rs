@@ -14,9 +14,9 @@
 //! on scalars, and load and store masks narrowed by a condition on the data. When the
 //! decision bytes run out every choice is the simplest one, so shrinking removes code.
 //!
-//! Every operation in lnc is deterministic given its operands (transcendental functions
-//! call the same Rust functions in the JIT and the interpreter), except the order a float
-//! sum reduces in. The generator therefore tracks, for every value, whether it is exact
+//! Every operation in lnc is deterministic given its operands (the JIT and the
+//! interpreter compute the same functions: `lnc_bir::math` for `exp` and `log` of `f32`,
+//! libm for the other transcendental ones), except the order a float sum reduces in. The generator therefore tracks, for every value, whether it is exact
 //! (bit-for-bit reproducible) or an approximation downstream of a float `tl.sum`, with a
 //! bound on its magnitude and its error. Exact outputs are compared bit for bit (NaN equal
 //! to NaN); an approximate value only flows through continuous operations (safe forms of

@@ -1041,7 +1041,8 @@ fn unary(op: UnOp, d: DType, a: S) -> Result<S, ElemError> {
         }
         S::F(a) => match d {
             DType::F64 => f64_unary(op, a),
-            _ => in_f32(d, f32_unary(op, a as f32)),
+            // exp and log of f32 are lnc's own (`crate::math`), as the JIT computes them.
+            _ => in_f32(d, crate::math::unary_f32(op, a as f32).or_else(|| f32_unary(op, a as f32))),
         }
         .map(S::F)
         .ok_or(ElemError::Unsupported("bitwise not on floats")),

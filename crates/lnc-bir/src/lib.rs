@@ -26,6 +26,7 @@
 pub mod builder;
 pub mod interp;
 pub mod ir;
+pub mod math;
 pub mod parse;
 pub mod print;
 pub mod types;

@@ -1061,7 +1061,11 @@ fn calls_helper(f: &lir::Function, inst: lir::Inst) -> bool {
     match data.opcode {
         Opcode::RowLoad { .. } | Opcode::RowStore { .. } | Opcode::Print(_) => true,
         Opcode::Binary(op) => matches!(op, lir::BinOp::Rem | lir::BinOp::Pow) && float(),
-        Opcode::Unary(op) => crate::helpers::unary(op, false).is_some() && float(),
+        Opcode::Unary(op) => {
+            let d = data.results.first().map(|&r| f.ty(r).dtype());
+            let computed = crate::vmath::computes(op) && d != Some(DType::F64);
+            crate::helpers::unary(op, false).is_some() && float() && !computed
+        }
         _ => false,
     }
 }

@@ -53,13 +53,13 @@ pub(crate) fn is_half(d: DType) -> bool {
 pub(crate) const PER: u8 = 4;
 
 /// An `i32` constant of type `ty` (`i32` or `i32x4`, splatted).
-fn k(bcx: &mut FunctionBuilder, ty: Type, v: u32) -> Value {
+pub(crate) fn k(bcx: &mut FunctionBuilder, ty: Type, v: u32) -> Value {
     let s = bcx.ins().iconst(types::I32, v as i64);
     if ty.is_vector() { bcx.ins().splat(ty, s) } else { s }
 }
 
 /// An `f32` constant of type `ty` (`f32` or `f32x4`, splatted).
-fn fk(bcx: &mut FunctionBuilder, ty: Type, v: f32) -> Value {
+pub(crate) fn fk(bcx: &mut FunctionBuilder, ty: Type, v: f32) -> Value {
     let s = bcx.ins().f32const(v);
     if ty.is_vector() { bcx.ins().splat(ty, s) } else { s }
 }
@@ -78,14 +78,14 @@ fn flags_for(ty: Type) -> MemFlagsData {
 }
 
 /// The bits of an `f32` or `f32x4` as `i32` lanes.
-fn as_int(bcx: &mut FunctionBuilder, x: Value) -> Value {
+pub(crate) fn as_int(bcx: &mut FunctionBuilder, x: Value) -> Value {
     let ty = bcx.func.dfg.value_type(x);
     let it = if ty.is_vector() { types::I32X4 } else { types::I32 };
     bcx.ins().bitcast(it, flags_for(ty), x)
 }
 
 /// `i32` lanes as the `f32` lanes with those bits.
-fn as_float(bcx: &mut FunctionBuilder, u: Value) -> Value {
+pub(crate) fn as_float(bcx: &mut FunctionBuilder, u: Value) -> Value {
     let ty = bcx.func.dfg.value_type(u);
     let ft = if ty.is_vector() { types::F32X4 } else { types::F32 };
     bcx.ins().bitcast(ft, flags_for(ty), u)

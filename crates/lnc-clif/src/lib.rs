@@ -42,6 +42,7 @@ mod ports;
 mod prefetch;
 mod stream;
 mod value;
+mod vmath;
 
 use std::sync::{Mutex, OnceLock};
 

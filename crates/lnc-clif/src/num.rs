@@ -12,7 +12,7 @@ use lnc_lir::{self as lir, BinOp, CmpOp, DType, ReduceOp, Ty, UnOp};
 
 use crate::base::{FunctionCx, iconst};
 use crate::value::{self, CVal, Tile};
-use crate::{CodegenError, half, helpers};
+use crate::{CodegenError, half, helpers, vmath};
 
 fn unsupported(what: impl std::fmt::Display) -> CodegenError {
     CodegenError::Unsupported(what.to_string())
@@ -307,8 +307,10 @@ pub(crate) fn codegen_cmp(
     })
 }
 
-fn unary_vectorizes(op: UnOp) -> bool {
-    helpers::unary(op, false).is_none()
+/// Whether `op` on `d` lanes runs on vector parts (no call per lane).
+fn unary_vectorizes(op: UnOp, d: DType) -> bool {
+    let bits64 = d == DType::F64;
+    helpers::unary(op, bits64).is_none() || (!bits64 && vmath::computes(op))
 }
 
 pub(crate) fn codegen_unary(
@@ -343,9 +345,12 @@ pub(crate) fn codegen_unary(
         };
     }
     let t = value::scalar_type(d)?;
-    lanewise(fx, ty, per_for(d, unary_vectorizes(op)), &[a], |fx, v| {
+    lanewise(fx, ty, per_for(d, unary_vectorizes(op, d)), &[a], |fx, v| {
         let x = v[0];
+        // f32 lanes (fp16/bf16 too) compute exp and log themselves: see `vmath.rs`.
+        let computed = if t == types::F32 { vmath::unary(&mut fx.bcx, op, x) } else { None };
         let r = match op {
+            _ if let Some(r) = computed => r,
             UnOp::Neg => fx.bcx.ins().fneg(x),
             UnOp::Abs => fx.bcx.ins().fabs(x),
             UnOp::Sqrt => fx.bcx.ins().sqrt(x),

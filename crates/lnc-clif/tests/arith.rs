@@ -19,6 +19,11 @@ trait Elem: Copy + Debug + PartialEq + 'static {
     fn cmp(op: CmpOp, a: Self, b: Self) -> bool;
     /// Equal, NaNs of any payload included.
     fn same(a: Self, b: Self) -> bool;
+    /// [`Elem::same`], or (floats) finite, of one sign and at most `ulps` representable
+    /// values apart.
+    fn near(a: Self, b: Self, _ulps: u64) -> bool {
+        Self::same(a, b)
+    }
     fn max(a: Self, b: Self) -> Self;
     fn min(a: Self, b: Self) -> Self;
     fn add(a: Self, b: Self) -> Self;
@@ -183,6 +188,13 @@ macro_rules! float_elem {
             }
             fn same(a: Self, b: Self) -> bool {
                 a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+            }
+            fn near(a: Self, b: Self, ulps: u64) -> bool {
+                let close = a.is_finite()
+                    && b.is_finite()
+                    && a.is_sign_positive() == b.is_sign_positive()
+                    && (a.to_bits() as u64).abs_diff(b.to_bits() as u64) <= ulps;
+                Self::same(a, b) || close
             }
             /// IEEE 754-2019 `maximum`: NaN wins, +0 > -0.
             fn max(a: Self, b: Self) -> Self {
@@ -355,10 +367,13 @@ fn check_unary<T: Elem>(ops: &[UnOp]) {
             let mut ins = vec![data::<T>(&mut rng)];
             let a = ins[0].clone();
             let out: Vec<T> = launch_elementwise(&f, &MODES[0], &mut ins);
+            // The JIT computes these on f32 lanes itself (lnc-clif's `vmath`, within 1.53
+            // ulps of the exact value), Rust's libm within one half: at most 2 apart.
+            let own = T::D == DType::F32 && matches!(op, UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2);
             for i in 0..N {
                 let want = T::un(op, a[i]).unwrap();
                 assert!(
-                    T::same(out[i], want),
+                    if own { T::near(out[i], want, 2) } else { T::same(out[i], want) },
                     "{op:?} {:?} x{lanes}: {:?} gave {:?}, want {want:?}",
                     T::D,
                     a[i],

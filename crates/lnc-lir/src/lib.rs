@@ -23,5 +23,7 @@ pub mod verify;
 
 pub use builder::Builder;
 pub use ir::*;
+/// The meaning of `exp` and `log` of `f32` lanes, which the JIT's vector code reproduces.
+pub use lnc_bir::math;
 pub use print::print_function;
 pub use verify::{VerifierError, VerifierErrors, verify};

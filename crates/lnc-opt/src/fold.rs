@@ -320,6 +320,10 @@ macro_rules! float_ops {
 float_ops!(f32_binary, f32_unary, f32);
 float_ops!(f64_binary, f64_unary, f64);
 
+fn f32_math(op: UnOp, x: f32) -> Option<f32> {
+    lnc_bir::math::unary_f32(op, x).or_else(|| f32_unary(op, x))
+}
+
 /// `a op b` on constants of dtype `d`; `None` when the dtype and constants disagree.
 pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
     use std::cmp::Ordering;
@@ -365,8 +369,9 @@ pub fn eval_unary(op: UnOp, d: DType, a: Const) -> Option<Const> {
         Const::Float(x) if d.is_float() => {
             let r = match d {
                 DType::F64 => f64_unary(op, x)?,
-                DType::F32 => f32_unary(op, x as f32)? as f64,
-                _ => round_float(d, f32_unary(op, x as f32)? as f64),
+                // exp and log of f32 fold to what the JIT computes (`lnc_bir::math`).
+                DType::F32 => f32_math(op, x as f32)? as f64,
+                _ => round_float(d, f32_math(op, x as f32)? as f64),
             };
             Some(Const::Float(r))
         }

@@ -4,7 +4,8 @@
 //! buffers; every buffer must come out the same.
 //!
 //! Integers are compared bit for bit. Floats are compared within a few ulps by default
-//! (libm and Cranelift may round transcendental functions differently), or as a
+//! (a slack: the two compute the same operations, `lnc_bir::math` and libm's functions
+//! included, but a sum may reduce in another order), or as a
 //! [`Check`] says: exactly, within a tolerance where the reduction order differs, or only
 //! by an order-independent property for kernels whose result depends on the order the
 //! programs run in (atomics returning old values, `atomic_xchg`).

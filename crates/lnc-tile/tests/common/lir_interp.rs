@@ -190,6 +190,11 @@ fn cmp(op: CmpOp, d: DType, a: S, b: S) -> S {
 fn unary(op: UnOp, d: DType, a: S) -> S {
     if d.is_float() {
         let x = float(a);
+        // exp and log of f32 (and of halves, computed in f32) are lnc's own.
+        let own = if d == DType::F64 { None } else { lnc_bir::math::unary_f32(op, x as f32) };
+        if let Some(r) = own {
+            return S::F(d.round_float(f64::from(r)));
+        }
         let r = match op {
             UnOp::Neg => -x,
             UnOp::Sqrt => x.sqrt(),
