@@ -361,6 +361,17 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     .with_help("convert to a float type first, e.g. `x.to(tl.float32) ** 2`");
                     return self.fail(e);
                 }
+                // `x ** 2` is `x * x`, as NumPy (Triton's interpreter) computes a power by
+                // the scalar 2: one rounding, and a multiplication on vector lanes instead
+                // of a call to libm's `pow` per lane.
+                let square = match r.v {
+                    Val::Const(Cv::Int(k)) => k == 2,
+                    Val::Const(Cv::Float(k)) => k == 2.0,
+                    _ => false,
+                };
+                if square {
+                    return Ok(Val::Tensor(self.emit(Opcode::Binary(BBin::Mul), vec![a, a], t, span)));
+                }
                 BBin::Pow
             }
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {

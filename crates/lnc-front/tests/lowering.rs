@@ -437,3 +437,23 @@ def loop(Out, X, n, BLOCK: tl.constexpr):
     assert!(out.contains("-> (fp32, i32, <16xfp16>)"), "{out}");
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn a_square_is_a_multiplication() {
+    // `** 2` (int or float) multiplies, as NumPy's power by the scalar 2 does; other
+    // exponents, and a run-time one, stay `pow`.
+    let src = k(r#"
+@triton.jit
+def powers(X, Y, E):
+    x = tl.load(X)
+    e = tl.load(E)
+    tl.store(Y, x ** 2)
+    tl.store(Y + 1, x ** 2.0)
+    tl.store(Y + 2, x ** 3)
+    tl.store(Y + 3, x ** e)
+"#);
+    let out = bir(&src, "powers", "*fp16,*fp16,*fp16");
+    assert_eq!(out.matches("= mul").count(), 2, "{out}");
+    assert_eq!(out.matches("= pow").count(), 2, "{out}");
+    insta::assert_snapshot!(out);
+}
