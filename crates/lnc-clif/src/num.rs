@@ -130,9 +130,71 @@ pub(crate) fn codegen_binary(
             })
         });
     }
+    if matches!(op, BinOp::IDiv | BinOp::Rem)
+        && let Some(k) = power_of_two(fx.f, b, d)
+    {
+        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(by_power_of_two(fx, op, d, v[0], k)));
+    }
     lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| {
         emit_binary(fx, op, d, v[0], v[1])
     })
+}
+
+/// `k` when `v` is the integer constant `2^k` (or a splat of it), positive in `d`.
+fn power_of_two(f: &lir::Function, v: lir::Value, d: DType) -> Option<u32> {
+    if !d.is_int() || d == DType::I1 {
+        return None;
+    }
+    let lir::ValueDef::Result(i, 0) = f.values[v].def else { return None };
+    let data = &f.insts[i];
+    match data.opcode {
+        lir::Opcode::Splat => power_of_two(f, data.args[0], d),
+        lir::Opcode::Const(lir::Const::Int(c)) => {
+            let c = d.wrap_int(c);
+            // As an unsigned number of the type's width; a signed divisor must be positive.
+            let u = (c as u64) & (u64::MAX >> (64 - d.bits()));
+            (u.is_power_of_two() && !(d.is_signed() && c < 0)).then(|| u.trailing_zeros())
+        }
+        _ => None,
+    }
+}
+
+/// `x // 2^k` or `x % 2^k` (truncating toward zero, the remainder taking the dividend's
+/// sign) with shifts and masks, which x86-64 has on vectors: integer division has no
+/// vector form, and a tile of `offs % C` with a power-of-two `C` (a column index) was
+/// otherwise divided lane by lane.
+fn by_power_of_two(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, k: u32) -> Value {
+    let ty = fx.bcx.func.dfg.value_type(x);
+    let bits = d.bits() as i64;
+    let shift = |fx: &mut FunctionCx, n: i64| fx.bcx.ins().iconst(types::I32, n);
+    let konst = |fx: &mut FunctionCx, v: i64| {
+        let s = iconst(&mut fx.bcx, ty.lane_type(), v);
+        if ty.is_vector() { fx.bcx.ins().splat(ty, s) } else { s }
+    };
+    let low = (1i64 << k).wrapping_sub(1);
+    if !d.is_signed() {
+        return if op == BinOp::IDiv {
+            let n = shift(fx, k as i64);
+            fx.bcx.ins().ushr(x, n)
+        } else {
+            let m = konst(fx, low);
+            fx.bcx.ins().band(x, m)
+        };
+    }
+    // A negative dividend is biased by 2^k - 1 first, so the shift rounds toward zero.
+    let n = shift(fx, bits - 1);
+    let sign = fx.bcx.ins().sshr(x, n);
+    let n = shift(fx, bits - k as i64);
+    let bias = if k == 0 { konst(fx, 0) } else { fx.bcx.ins().ushr(sign, n) };
+    let t = fx.bcx.ins().iadd(x, bias);
+    if op == BinOp::IDiv {
+        let n = shift(fx, k as i64);
+        fx.bcx.ins().sshr(t, n)
+    } else {
+        let m = konst(fx, !low);
+        let q = fx.bcx.ins().band(t, m);
+        fx.bcx.ins().isub(x, q)
+    }
 }
 
 /// `a - b` of float tiles as `fma(a, 1, -b)`: the same bits, on the multiply units

@@ -14,6 +14,8 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 trait Elem: Copy + Debug + PartialEq + 'static {
     const D: DType;
     fn sample(rng: &mut StdRng) -> Self;
+    /// The value of an integer constant of the IR (wrapped as the type computes it).
+    fn of_int(v: i64) -> Self;
     fn bin(op: BinOp, a: Self, b: Self) -> Option<Self>;
     fn un(op: UnOp, a: Self) -> Option<Self>;
     fn cmp(op: CmpOp, a: Self, b: Self) -> bool;
@@ -44,6 +46,9 @@ macro_rules! int_elem {
     ($t:ty, $ut:ty, $d:expr, $signed:expr) => {
         impl Elem for $t {
             const D: DType = $d;
+            fn of_int(v: i64) -> Self {
+                v as $t
+            }
             fn sample(rng: &mut StdRng) -> Self {
                 match rng.random_range(0..4) {
                     0 => [0 as $t, 1 as $t, <$t>::MAX, <$t>::MIN, (0 as $t).wrapping_sub(1)]
@@ -144,6 +149,9 @@ macro_rules! float_elem {
     ($t:ty, $d:expr) => {
         impl Elem for $t {
             const D: DType = $d;
+            fn of_int(v: i64) -> Self {
+                v as $t
+            }
             fn sample(rng: &mut StdRng) -> Self {
                 match rng.random_range(0..5) {
                     0 => [0.0, -0.0, <$t>::NAN, <$t>::INFINITY, <$t>::NEG_INFINITY, 1.5, -2.5, 1e-30]
@@ -227,6 +235,9 @@ float_elem!(f64, DType::F64);
 
 impl Elem for bool {
     const D: DType = DType::I1;
+    fn of_int(v: i64) -> Self {
+        v & 1 == 1
+    }
     fn sample(rng: &mut StdRng) -> Self {
         rng.random()
     }
@@ -346,6 +357,53 @@ fn binary_ints() {
     check_binary::<u16>(&INT_OPS);
     check_binary::<u32>(&INT_OPS);
     check_binary::<u64>(&INT_OPS);
+}
+
+/// `x // c` and `x % c` by constant powers of two (shifts and masks on vector lanes, not
+/// divisions lane by lane), including the largest positive power of the type, lanes of
+/// one vector, two, and scalarized, against Rust's truncating division.
+fn check_by_powers_of_two<T: Elem>() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let bits = T::D.bits();
+    let top = if T::D.is_signed() { bits - 2 } else { bits - 1 };
+    for k in [0, 1, 2, 3, 6.min(top), top] {
+        let c = 1i64 << k;
+        for op in [BinOp::IDiv, BinOp::Rem] {
+            for lanes in lane_counts(T::D) {
+                let f = elementwise(T::D, 1, lanes, |b, x| {
+                    let c = b.int(T::D, c);
+                    let cs = b.splat(c, lanes);
+                    b.bin(op, x[0], cs)
+                });
+                let mut ins = vec![data::<T>(&mut rng)];
+                let a = ins[0].clone();
+                let divisor = T::of_int(c);
+                let out: Vec<T> = launch_elementwise(&f, &MODES[1], &mut ins);
+                for i in 0..N {
+                    let want = T::bin(op, a[i], divisor).unwrap();
+                    assert!(
+                        T::same(out[i], want),
+                        "{op:?} {:?} x{lanes} by {c}: {:?} gave {:?}, want {want:?}",
+                        T::D,
+                        a[i],
+                        out[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn division_by_powers_of_two() {
+    check_by_powers_of_two::<i8>();
+    check_by_powers_of_two::<i16>();
+    check_by_powers_of_two::<i32>();
+    check_by_powers_of_two::<i64>();
+    check_by_powers_of_two::<u8>();
+    check_by_powers_of_two::<u16>();
+    check_by_powers_of_two::<u32>();
+    check_by_powers_of_two::<u64>();
 }
 
 #[test]
