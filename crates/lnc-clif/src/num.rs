@@ -135,27 +135,52 @@ pub(crate) fn codegen_binary(
     {
         return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(by_power_of_two(fx, op, d, v[0], k)));
     }
+    if matches!(op, BinOp::Shl | BinOp::Shr)
+        && let Some(n) = int_constant(fx.f, b, d)
+    {
+        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(shift_by_constant(fx, op, d, v[0], n)));
+    }
     lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| {
         emit_binary(fx, op, d, v[0], v[1])
     })
 }
 
-/// `k` when `v` is the integer constant `2^k` (or a splat of it), positive in `d`.
-fn power_of_two(f: &lir::Function, v: lir::Value, d: DType) -> Option<u32> {
+/// The integer constant `v` is (or splats), as an unsigned number of `d`'s width.
+fn int_constant(f: &lir::Function, v: lir::Value, d: DType) -> Option<u64> {
     if !d.is_int() || d == DType::I1 {
         return None;
     }
     let lir::ValueDef::Result(i, 0) = f.values[v].def else { return None };
     let data = &f.insts[i];
     match data.opcode {
-        lir::Opcode::Splat => power_of_two(f, data.args[0], d),
-        lir::Opcode::Const(lir::Const::Int(c)) => {
-            let c = d.wrap_int(c);
-            // As an unsigned number of the type's width; a signed divisor must be positive.
-            let u = (c as u64) & (u64::MAX >> (64 - d.bits()));
-            (u.is_power_of_two() && !(d.is_signed() && c < 0)).then(|| u.trailing_zeros())
-        }
+        lir::Opcode::Splat => int_constant(f, data.args[0], d),
+        lir::Opcode::Const(lir::Const::Int(c)) => Some((c as u64) & (u64::MAX >> (64 - d.bits()))),
         _ => None,
+    }
+}
+
+/// `k` when `v` is the integer constant `2^k` (or a splat of it), positive in `d`.
+fn power_of_two(f: &lir::Function, v: lir::Value, d: DType) -> Option<u32> {
+    let u = int_constant(f, v, d)?;
+    let negative = d.is_signed() && u >> (d.bits() - 1) == 1;
+    (u.is_power_of_two() && !negative).then(|| u.trailing_zeros())
+}
+
+/// `x << n` or `x >> n` by a constant: one vector shift (x86-64 shifts vectors only by
+/// an amount common to all lanes). An amount of the width or more shifts everything out,
+/// as NumPy computes it: 0, or the sign of a signed `>>`.
+fn shift_by_constant(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, n: u64) -> Value {
+    let bits = u64::from(d.bits());
+    let ty = fx.bcx.func.dfg.value_type(x);
+    if n >= bits && !(op == BinOp::Shr && d.is_signed()) {
+        let z = iconst(&mut fx.bcx, ty.lane_type(), 0);
+        return if ty.is_vector() { fx.bcx.ins().splat(ty, z) } else { z };
+    }
+    let amount = fx.bcx.ins().iconst(types::I32, n.min(bits - 1) as i64);
+    match op {
+        BinOp::Shl => fx.bcx.ins().ishl(x, amount),
+        _ if d.is_signed() => fx.bcx.ins().sshr(x, amount),
+        _ => fx.bcx.ins().ushr(x, amount),
     }
 }
 

@@ -394,6 +394,49 @@ fn check_by_powers_of_two<T: Elem>() {
     }
 }
 
+/// `x << c` and `x >> c` by constants (one vector shift), including amounts of the width
+/// and more and negative ones (which shift everything out, as NumPy does).
+fn check_shifts_by_constants<T: Elem>() {
+    let mut rng = StdRng::seed_from_u64(13);
+    let bits = T::D.bits() as i64;
+    for c in [0, 1, 3, bits - 1, bits, bits + 5, -1] {
+        for op in [BinOp::Shl, BinOp::Shr] {
+            for lanes in lane_counts(T::D) {
+                let f = elementwise(T::D, 1, lanes, |b, x| {
+                    let c = b.int(T::D, c);
+                    let cs = b.splat(c, lanes);
+                    b.bin(op, x[0], cs)
+                });
+                let mut ins = vec![data::<T>(&mut rng)];
+                let a = ins[0].clone();
+                let out: Vec<T> = launch_elementwise(&f, &MODES[1], &mut ins);
+                for i in 0..N {
+                    let want = T::bin(op, a[i], T::of_int(c)).unwrap();
+                    assert!(
+                        T::same(out[i], want),
+                        "{op:?} {:?} x{lanes} by {c}: {:?} gave {:?}, want {want:?}",
+                        T::D,
+                        a[i],
+                        out[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shifts_by_constants() {
+    check_shifts_by_constants::<i8>();
+    check_shifts_by_constants::<i16>();
+    check_shifts_by_constants::<i32>();
+    check_shifts_by_constants::<i64>();
+    check_shifts_by_constants::<u8>();
+    check_shifts_by_constants::<u16>();
+    check_shifts_by_constants::<u32>();
+    check_shifts_by_constants::<u64>();
+}
+
 #[test]
 fn division_by_powers_of_two() {
     check_by_powers_of_two::<i8>();
