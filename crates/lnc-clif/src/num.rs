@@ -133,12 +133,12 @@ pub(crate) fn codegen_binary(
     if matches!(op, BinOp::IDiv | BinOp::Rem)
         && let Some(k) = power_of_two(fx.f, b, d)
     {
-        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(by_power_of_two(fx, op, d, v[0], k)));
+        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| by_power_of_two(fx, op, d, v[0], k));
     }
     if matches!(op, BinOp::Shl | BinOp::Shr)
         && let Some(n) = int_constant(fx.f, b, d)
     {
-        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| Ok(shift_by_constant(fx, op, d, v[0], n)));
+        return lanewise(fx, ty, per_for(d, true), &[a], |fx, v| shift_by_constant(fx, op, d, v[0], n));
     }
     lanewise(fx, ty, per_for(d, binary_vectorizes(op, d)), &[a, b], |fx, v| {
         emit_binary(fx, op, d, v[0], v[1])
@@ -169,57 +169,68 @@ fn power_of_two(f: &lir::Function, v: lir::Value, d: DType) -> Option<u32> {
 /// `x << n` or `x >> n` by a constant: one vector shift (x86-64 shifts vectors only by
 /// an amount common to all lanes). An amount of the width or more shifts everything out,
 /// as NumPy computes it: 0, or the sign of a signed `>>`.
-fn shift_by_constant(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, n: u64) -> Value {
+fn shift_by_constant(
+    fx: &mut FunctionCx,
+    op: BinOp,
+    d: DType,
+    x: Value,
+    n: u64,
+) -> Result<Value, CodegenError> {
     let bits = u64::from(d.bits());
-    let ty = fx.bcx.func.dfg.value_type(x);
     if n >= bits && !(op == BinOp::Shr && d.is_signed()) {
-        let z = iconst(&mut fx.bcx, ty.lane_type(), 0);
-        return if ty.is_vector() { fx.bcx.ins().splat(ty, z) } else { z };
+        let ty = fx.bcx.func.dfg.value_type(x);
+        return const_like(&mut fx.bcx, ty, lir::Const::Int(0));
     }
     let amount = fx.bcx.ins().iconst(types::I32, n.min(bits - 1) as i64);
-    match op {
+    Ok(match op {
         BinOp::Shl => fx.bcx.ins().ishl(x, amount),
         _ if d.is_signed() => fx.bcx.ins().sshr(x, amount),
         _ => fx.bcx.ins().ushr(x, amount),
-    }
+    })
 }
 
 /// `x // 2^k` or `x % 2^k` (truncating toward zero, the remainder taking the dividend's
 /// sign) with shifts and masks, which x86-64 has on vectors: integer division has no
 /// vector form, and a tile of `offs % C` with a power-of-two `C` (a column index) was
 /// otherwise divided lane by lane.
-fn by_power_of_two(fx: &mut FunctionCx, op: BinOp, d: DType, x: Value, k: u32) -> Value {
+fn by_power_of_two(
+    fx: &mut FunctionCx,
+    op: BinOp,
+    d: DType,
+    x: Value,
+    k: u32,
+) -> Result<Value, CodegenError> {
     let ty = fx.bcx.func.dfg.value_type(x);
-    let bits = d.bits() as i64;
-    let shift = |fx: &mut FunctionCx, n: i64| fx.bcx.ins().iconst(types::I32, n);
-    let konst = |fx: &mut FunctionCx, v: i64| {
-        let s = iconst(&mut fx.bcx, ty.lane_type(), v);
-        if ty.is_vector() { fx.bcx.ins().splat(ty, s) } else { s }
-    };
+    let bits = i64::from(d.bits());
     let low = (1i64 << k).wrapping_sub(1);
+    let amount = |fx: &mut FunctionCx, n: i64| fx.bcx.ins().iconst(types::I32, n);
     if !d.is_signed() {
-        return if op == BinOp::IDiv {
-            let n = shift(fx, k as i64);
+        return Ok(if op == BinOp::IDiv {
+            let n = amount(fx, i64::from(k));
             fx.bcx.ins().ushr(x, n)
         } else {
-            let m = konst(fx, low);
+            let m = const_like(&mut fx.bcx, ty, lir::Const::Int(low))?;
             fx.bcx.ins().band(x, m)
-        };
+        });
     }
     // A negative dividend is biased by 2^k - 1 first, so the shift rounds toward zero.
-    let n = shift(fx, bits - 1);
-    let sign = fx.bcx.ins().sshr(x, n);
-    let n = shift(fx, bits - k as i64);
-    let bias = if k == 0 { konst(fx, 0) } else { fx.bcx.ins().ushr(sign, n) };
+    let bias = if k == 0 {
+        const_like(&mut fx.bcx, ty, lir::Const::Int(0))?
+    } else {
+        let n = amount(fx, bits - 1);
+        let sign = fx.bcx.ins().sshr(x, n);
+        let n = amount(fx, bits - i64::from(k));
+        fx.bcx.ins().ushr(sign, n)
+    };
     let t = fx.bcx.ins().iadd(x, bias);
-    if op == BinOp::IDiv {
-        let n = shift(fx, k as i64);
+    Ok(if op == BinOp::IDiv {
+        let n = amount(fx, i64::from(k));
         fx.bcx.ins().sshr(t, n)
     } else {
-        let m = konst(fx, !low);
+        let m = const_like(&mut fx.bcx, ty, lir::Const::Int(!low))?;
         let q = fx.bcx.ins().band(t, m);
         fx.bcx.ins().isub(x, q)
-    }
+    })
 }
 
 /// `a - b` of float tiles as `fma(a, 1, -b)`: the same bits, on the multiply units
