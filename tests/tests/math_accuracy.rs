@@ -1,12 +1,13 @@
-//! `tl.exp`, `tl.exp2`, `tl.log` and `tl.log2` on `f32` lanes, computed by the JIT's own
-//! code (lnc-clif's `vmath`): bit for bit what `lnc_bir::math` defines (which the
+//! `tl.exp`, `tl.exp2`, `tl.log`, `tl.log2`, `tl.sin` and `tl.cos` on `f32` lanes, computed
+//! by the JIT's own code (lnc-clif's `vmath`): bit for bit what `lnc_bir::math` defines (which the
 //! interpreter and constant folding compute), and within each function's bound ([`FNS`])
 //! of `f64` references, on a sweep of the `f32` bit patterns (every [`STRIDE`]th, plus
 //! dense runs where the functions change regime), special values exactly; the vector lanes
 //! and the scalar code of a program bit for bit the same; and `fp16`/`bf16` (computed in
 //! `f32`, rounded once) within one of their ulps on every one of their bit patterns.
 //!
-//! `LNC_MATH_STRIDE=1` sweeps all 2^32 patterns (use `--release`; minutes).
+//! `LNC_MATH_STRIDE=1` sweeps all 2^32 patterns (use `--release`; about two minutes a
+//! function); `LNC_MATH_ONLY=sin,cos` limits the sweep to the functions named.
 
 mod common;
 
@@ -19,11 +20,13 @@ const STRIDE: u32 = 1021;
 /// Each function, its operation, its `f64` reference, and the most its result may be from
 /// the exact value, in ulps of the correctly rounded result (the worst found on every bit
 /// pattern, rounded up: see `lnc_bir::math`).
-const FNS: [Function; 4] = [
+const FNS: [Function; 6] = [
     ("exp", UnOp::Exp, f64::exp, 1.02),
     ("exp2", UnOp::Exp2, f64::exp2, 1.23),
     ("log", UnOp::Log, f64::ln, 0.86),
     ("log2", UnOp::Log2, f64::log2, 1.53),
+    ("sin", UnOp::Sin, f64::sin, 0.57),
+    ("cos", UnOp::Cos, f64::cos, 0.57),
 ];
 
 /// A function's name, operation, `f64` reference and bound in ulps.
@@ -170,8 +173,12 @@ fn inputs(stride: u32) -> impl Iterator<Item = Vec<f32>> {
 #[test]
 fn f32_lanes_are_within_their_bound_and_special_values_exact() {
     let stride = std::env::var("LNC_MATH_STRIDE").ok().and_then(|s| s.parse().ok()).unwrap_or(STRIDE);
+    let only = std::env::var("LNC_MATH_ONLY").unwrap_or_default();
     let m = module();
     for (name, op, reference, bound) in FNS {
+        if !only.is_empty() && !only.split(',').any(|o| o == name) {
+            continue;
+        }
         let (mut worst, mut at, mut checked) = (0f64, 0f32, 0usize);
         for x in inputs(stride) {
             let y = run_f32(&m, &format!("tiles_{name}"), &x);

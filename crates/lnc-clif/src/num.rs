@@ -408,7 +408,7 @@ pub(crate) fn codegen_cmp(
 /// Whether `op` on `d` lanes runs on vector parts (no call per lane).
 fn unary_vectorizes(op: UnOp, d: DType) -> bool {
     let bits64 = d == DType::F64;
-    helpers::unary(op, bits64).is_none() || (!bits64 && vmath::computes(op))
+    helpers::unary(op, bits64).is_none() || (!bits64 && vmath::vectorizes(op))
 }
 
 pub(crate) fn codegen_unary(
@@ -446,7 +446,11 @@ pub(crate) fn codegen_unary(
     lanewise(fx, ty, per_for(d, unary_vectorizes(op, d)), &[a], |fx, v| {
         let x = v[0];
         // f32 lanes (fp16/bf16 too) compute exp and log themselves: see `vmath.rs`.
-        let computed = if t == types::F32 { vmath::unary(&mut fx.bcx, op, x) } else { None };
+        let computed = match op {
+            _ if t != types::F32 => None,
+            UnOp::Sin | UnOp::Cos => Some(vmath::sin_cos(fx, x, op == UnOp::Cos)?),
+            _ => vmath::unary(&mut fx.bcx, op, x),
+        };
         let r = match op {
             _ if let Some(r) = computed => r,
             UnOp::Neg => fx.bcx.ins().fneg(x),

@@ -1,4 +1,5 @@
-//! `exp`, `exp2`, `log` and `log2` of `f32` lanes, as instructions on the lanes themselves.
+//! `exp`, `exp2`, `log`, `log2`, `sin` and `cos` of `f32` lanes, as instructions on the
+//! lanes themselves.
 //!
 //! Cranelift has no instruction for them, and a call per lane to a Rust function spills
 //! every vector register around each call (all of them are caller-saved): `exp` of 65 536
@@ -10,13 +11,24 @@
 //! for an `f32` or an `f32x4` value, so the JIT's vector lanes, its scalar code, the
 //! interpreter and constant folding agree bit for bit (`tests/tests/math_accuracy.rs`
 //! compares them on a sweep of the bit patterns).
+//!
+//! `sin` and `cos` work in `f64` (each half of an `f32x4` promoted to an `f64x2`), and a
+//! tile with a lane beyond `SIN_COS_RANGE` (or infinite) branches to libm for its lanes:
+//! `sin` of 65 536 `f32` in L2 took 377 µs with a call per lane against 250 µs here, and
+//! `x·cos θ + x·sin θ` 603 against 337 µs (one thread). These loops are bound by latency
+//! and by the reloads of their twenty-odd constants, which do not fit in 16 registers.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{InstBuilder, Type, Value, types};
+use cranelift_codegen::ir::{BlockArg, InstBuilder, Type, Value, types};
 use cranelift_frontend::FunctionBuilder;
 use lnc_lir::UnOp;
-use lnc_lir::math::{EXP_P, EXP_RANGE, EXP2_P, EXP2_RANGE, LN2_HI, LN2_LO, LOG_P, LOG2E_MINUS_1, SHIFTER};
+use lnc_lir::math::{
+    COS_P, EXP_P, EXP_RANGE, EXP2_P, EXP2_RANGE, LN2_HI, LN2_LO, LOG_P, LOG2E_MINUS_1, PIO2_HI, PIO2_LO,
+    SHIFTER, SIN_COS_RANGE, SIN_COS_TINY, SIN_P, TWO_OVER_PI,
+};
 
+use crate::CodegenError;
+use crate::base::FunctionCx;
 use crate::half::{as_float, as_int, fk, k};
 
 /// `op` of `x` (an `f32` or `f32x4`), for the operations `lnc_bir::math` defines.
@@ -30,9 +42,129 @@ pub(crate) fn unary(bcx: &mut FunctionBuilder, op: UnOp, x: Value) -> Option<Val
     })
 }
 
-/// Whether [`unary`] computes `op` (on `f32` lanes).
+/// Whether [`unary`] computes `op` (on `f32` lanes), with no call at all.
 pub(crate) fn computes(op: UnOp) -> bool {
     matches!(op, UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2)
+}
+
+/// Whether `op` of `f32` lanes runs on the vectors ([`unary`] or [`sin_cos`]).
+pub(crate) fn vectorizes(op: UnOp) -> bool {
+    computes(op) || matches!(op, UnOp::Sin | UnOp::Cos)
+}
+
+/// An `f64` constant of type `ty` (`f64` or `f64x2`, splatted).
+fn dk(bcx: &mut FunctionBuilder, ty: Type, v: f64) -> Value {
+    let s = bcx.ins().f64const(v);
+    if ty.is_vector() { bcx.ins().splat(ty, s) } else { s }
+}
+
+/// `lnc_bir::math::sin_cos` of an `f64` or `f64x2` value promoted from `f32`: the value
+/// rounded to `f32` lanes is the result, for arguments within `SIN_COS_RANGE`.
+fn sin_cos_f64(bcx: &mut FunctionBuilder, x: Value, cosine: bool) -> Value {
+    let ty = bcx.func.dfg.value_type(x);
+    let two_over_pi = dk(bcx, ty, TWO_OVER_PI);
+    let t = bcx.ins().fmul(x, two_over_pi);
+    let n = bcx.ins().nearest(t);
+    let (hi, lo) = (dk(bcx, ty, PIO2_HI), dk(bcx, ty, PIO2_LO));
+    let a = bcx.ins().fmul(n, hi);
+    let r = bcx.ins().fsub(x, a);
+    let b = bcx.ins().fmul(n, lo);
+    let r = bcx.ins().fsub(r, b);
+    let quarter = dk(bcx, ty, 0.25);
+    let nq = bcx.ins().fmul(n, quarter);
+    let fl = bcx.ins().floor(nq);
+    let four = dk(bcx, ty, 4.0);
+    let m = bcx.ins().fmul(four, fl);
+    let q = bcx.ins().fsub(n, m);
+    // sin r and cos r, as `lnc_bir::math::{sin_kernel, cos_kernel}`.
+    let z = bcx.ins().fmul(r, r);
+    let w = bcx.ins().fmul(z, z);
+    let c = |bcx: &mut FunctionBuilder, v| dk(bcx, ty, v);
+    let (s0, s1, s2, s3) = (c(bcx, SIN_P[0]), c(bcx, SIN_P[1]), c(bcx, SIN_P[2]), c(bcx, SIN_P[3]));
+    let t = mul_add(bcx, z, s3, s2);
+    let sz = bcx.ins().fmul(z, r);
+    let p = mul_add(bcx, z, s1, s0);
+    let sin = mul_add(bcx, sz, p, r);
+    let swt = bcx.ins().fmul(sz, w);
+    let sin = mul_add(bcx, swt, t, sin);
+    let (c0, c1, c2, c3) = (c(bcx, COS_P[0]), c(bcx, COS_P[1]), c(bcx, COS_P[2]), c(bcx, COS_P[3]));
+    let t = mul_add(bcx, z, c3, c2);
+    let one = dk(bcx, ty, 1.0);
+    let cos = mul_add(bcx, z, c0, one);
+    let cos = mul_add(bcx, w, c1, cos);
+    let wz = bcx.ins().fmul(w, z);
+    let cos = mul_add(bcx, wz, t, cos);
+    // The quadrant picks the function and the sign.
+    let is = |bcx: &mut FunctionBuilder, k: f64| {
+        let kv = dk(bcx, ty, k);
+        bcx.ins().fcmp(FloatCC::Equal, q, kv)
+    };
+    let (q1, q2, q3) = (is(bcx, 1.0), is(bcx, 2.0), is(bcx, 3.0));
+    let odd = bcx.ins().bor(q1, q3);
+    let negative = if cosine { bcx.ins().bor(q1, q2) } else { bcx.ins().bor(q2, q3) };
+    let (if_odd, if_even) = if cosine { (sin, cos) } else { (cos, sin) };
+    let v = fsel(bcx, odd, if_odd, if_even);
+    let minus = bcx.ins().fneg(v);
+    fsel(bcx, negative, minus, v)
+}
+
+/// `sin x` (`cos x` when `cosine`) of an `f32` or `f32x4` value: `lnc_bir::math::sin_cos`.
+pub(crate) fn sin_cos(fx: &mut FunctionCx, x: Value, cosine: bool) -> Result<Value, CodegenError> {
+    let ty = fx.bcx.func.dfg.value_type(x);
+    let bcx = &mut fx.bcx;
+    let fast = if ty.is_vector() {
+        // Lanes 0-1 and 2-3 as two f64x2, computed, narrowed and put back together.
+        let low = bcx.ins().fvpromote_low(x);
+        let bits = bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), x);
+        let upper = bcx.ins().extractlane(bits, 1);
+        let upper = bcx.ins().scalar_to_vector(types::I64X2, upper);
+        let upper = bcx.ins().bitcast(types::F32X4, crate::value::bitcast_flags(), upper);
+        let high = bcx.ins().fvpromote_low(upper);
+        let low = sin_cos_f64(bcx, low, cosine);
+        let high = sin_cos_f64(bcx, high, cosine);
+        let low = bcx.ins().fvdemote(low);
+        let high = bcx.ins().fvdemote(high);
+        let low = bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), low);
+        let high = bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), high);
+        let upper = bcx.ins().extractlane(high, 0);
+        let both = bcx.ins().insertlane(low, upper, 1);
+        bcx.ins().bitcast(types::F32X4, crate::value::bitcast_flags(), both)
+    } else {
+        let wide = bcx.ins().fpromote(types::F64, x);
+        let r = sin_cos_f64(bcx, wide, cosine);
+        bcx.ins().fdemote(types::F32, r)
+    };
+    // Tiny arguments: x itself (sin, keeping -0) or 1 (cos).
+    let ax = bcx.ins().fabs(x);
+    let tiny_limit = fk(bcx, ty, SIN_COS_TINY);
+    let tiny = bcx.ins().fcmp(FloatCC::LessThan, ax, tiny_limit);
+    let small = if cosine { fk(bcx, ty, 1.0) } else { x };
+    let fast = fsel(bcx, tiny, small, fast);
+    // Beyond the range (or infinite): libm for the lanes of the tile.
+    let range = fk(bcx, ty, SIN_COS_RANGE);
+    let far = bcx.ins().fcmp(FloatCC::GreaterThan, ax, range);
+    let any = if ty.is_vector() { bcx.ins().vany_true(far) } else { far };
+    let slow = bcx.create_block();
+    bcx.set_cold_block(slow);
+    let done = bcx.create_block();
+    let result = bcx.append_block_param(done, ty);
+    bcx.ins().brif(any, slow, &[], done, &[BlockArg::Value(fast)]);
+    fx.bcx.switch_to_block(slow);
+    let name = if cosine { "lnc_cos_f32" } else { "lnc_sin_f32" };
+    let libm = if ty.is_vector() {
+        let mut v = fast;
+        for lane in 0..4u8 {
+            let e = fx.bcx.ins().extractlane(x, lane);
+            let r = fx.call_helper(name, &[types::F32], &[types::F32], &[e])?[0];
+            v = fx.bcx.ins().insertlane(v, r, lane);
+        }
+        fsel(&mut fx.bcx, far, v, fast)
+    } else {
+        fx.call_helper(name, &[types::F32], &[types::F32], &[x])?[0]
+    };
+    fx.bcx.ins().jump(done, &[BlockArg::Value(libm)]);
+    fx.bcx.switch_to_block(done);
+    Ok(result)
 }
 
 /// `c ? a : b` for float lanes, `c` the result of an `fcmp` of the same shape.

@@ -59,8 +59,8 @@ const RELOAD_MAX_BYTES: u64 = 64 << 10;
 
 /// Elementwise operations that cost more per tile than a store and a load of the tile:
 /// their blocks are kept in scratch for later loops like loads, not computed again. An
-/// `f32` `exp` or `log` takes 40-50 vector instructions per four lanes (lnc-clif's
-/// `vmath`); `sin`, `cos`, `**` and every `f64` one a call per lane. Measured on Triton's
+/// `f32` `exp` or `log` takes 40-50 vector instructions per four lanes, `sin` or `cos`
+/// about 90 (lnc-clif's `vmath`); `**` and every `f64` one a call per lane. Measured on Triton's
 /// fused softmax (4096 rows of 1000, one thread, `lnc bench`), whose `exp` feeds both the
 /// sum and the stored quotient: 8.1 ms kept against 13.1 ms computed again.
 fn costly(op: &bir::Opcode) -> bool {
