@@ -359,53 +359,17 @@ fn binary_ints() {
     check_binary::<u64>(&INT_OPS);
 }
 
-/// `x // c` and `x % c` by constant powers of two (shifts and masks on vector lanes, not
-/// divisions lane by lane), including the largest positive power of the type, lanes of
-/// one vector, two, and scalarized, against Rust's truncating division.
-fn check_by_powers_of_two<T: Elem>() {
+/// `x op c` with `c` a constant (splatted), lanes of one vector, two, and scalarized,
+/// against Rust.
+fn check_by_constants<T: Elem>(ops: &[BinOp], constants: &[i64]) {
     let mut rng = StdRng::seed_from_u64(11);
-    let bits = T::D.bits();
-    let top = if T::D.is_signed() { bits - 2 } else { bits - 1 };
-    for k in [0, 1, 2, 3, 6.min(top), top] {
-        let c = 1i64 << k;
-        for op in [BinOp::IDiv, BinOp::Rem] {
+    for &c in constants {
+        for &op in ops {
             for lanes in lane_counts(T::D) {
                 let f = elementwise(T::D, 1, lanes, |b, x| {
-                    let c = b.int(T::D, c);
-                    let cs = b.splat(c, lanes);
-                    b.bin(op, x[0], cs)
-                });
-                let mut ins = vec![data::<T>(&mut rng)];
-                let a = ins[0].clone();
-                let divisor = T::of_int(c);
-                let out: Vec<T> = launch_elementwise(&f, &MODES[1], &mut ins);
-                for i in 0..N {
-                    let want = T::bin(op, a[i], divisor).unwrap();
-                    assert!(
-                        T::same(out[i], want),
-                        "{op:?} {:?} x{lanes} by {c}: {:?} gave {:?}, want {want:?}",
-                        T::D,
-                        a[i],
-                        out[i]
-                    );
-                }
-            }
-        }
-    }
-}
-
-/// `x << c` and `x >> c` by constants (one vector shift), including amounts of the width
-/// and more and negative ones (which shift everything out, as NumPy does).
-fn check_shifts_by_constants<T: Elem>() {
-    let mut rng = StdRng::seed_from_u64(13);
-    let bits = T::D.bits() as i64;
-    for c in [0, 1, 3, bits - 1, bits, bits + 5, -1] {
-        for op in [BinOp::Shl, BinOp::Shr] {
-            for lanes in lane_counts(T::D) {
-                let f = elementwise(T::D, 1, lanes, |b, x| {
-                    let c = b.int(T::D, c);
-                    let cs = b.splat(c, lanes);
-                    b.bin(op, x[0], cs)
+                    let k = b.int(T::D, c);
+                    let ks = b.splat(k, lanes);
+                    b.bin(op, x[0], ks)
                 });
                 let mut ins = vec![data::<T>(&mut rng)];
                 let a = ins[0].clone();
@@ -425,28 +389,28 @@ fn check_shifts_by_constants<T: Elem>() {
     }
 }
 
-#[test]
-fn shifts_by_constants() {
-    check_shifts_by_constants::<i8>();
-    check_shifts_by_constants::<i16>();
-    check_shifts_by_constants::<i32>();
-    check_shifts_by_constants::<i64>();
-    check_shifts_by_constants::<u8>();
-    check_shifts_by_constants::<u16>();
-    check_shifts_by_constants::<u32>();
-    check_shifts_by_constants::<u64>();
+fn check_constant_operands<T: Elem>() {
+    let bits = T::D.bits() as i64;
+    // `//` and `%` by powers of two (shifts and masks on vector lanes), up to the type's
+    // largest positive one.
+    let top = if T::D.is_signed() { bits - 2 } else { bits - 1 };
+    let powers: Vec<i64> = [0, 1, 2, 3, 6.min(top), top].iter().map(|&k| 1i64 << k).collect();
+    check_by_constants::<T>(&[BinOp::IDiv, BinOp::Rem], &powers);
+    // Shifts by constants (one vector shift), including amounts of the width and more and
+    // negative ones, which shift everything out as NumPy does.
+    check_by_constants::<T>(&[BinOp::Shl, BinOp::Shr], &[0, 1, 3, bits - 1, bits, bits + 5, -1]);
 }
 
 #[test]
-fn division_by_powers_of_two() {
-    check_by_powers_of_two::<i8>();
-    check_by_powers_of_two::<i16>();
-    check_by_powers_of_two::<i32>();
-    check_by_powers_of_two::<i64>();
-    check_by_powers_of_two::<u8>();
-    check_by_powers_of_two::<u16>();
-    check_by_powers_of_two::<u32>();
-    check_by_powers_of_two::<u64>();
+fn power_of_two_divisors_and_constant_shift_amounts() {
+    check_constant_operands::<i8>();
+    check_constant_operands::<i16>();
+    check_constant_operands::<i32>();
+    check_constant_operands::<i64>();
+    check_constant_operands::<u8>();
+    check_constant_operands::<u16>();
+    check_constant_operands::<u32>();
+    check_constant_operands::<u64>();
 }
 
 #[test]
