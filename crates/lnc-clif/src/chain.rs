@@ -27,7 +27,8 @@
 
 use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
-use lnc_lir::{self as lir, BinOp, Const, DType, Opcode, Ty, ValueDef};
+use lnc_lir::ranges::const_int;
+use lnc_lir::{self as lir, BinOp, DType, Opcode, Ty, ValueDef};
 
 use crate::CodegenError;
 use crate::base::FunctionCx;
@@ -49,14 +50,6 @@ pub(crate) struct Proven {
 /// level may branch in two, so these stay small.
 const DEPTH: u32 = 8;
 const PROOF_DEPTH: u32 = 4;
-
-/// The integer constant `v` is, if it is one.
-fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
-    match def(f, v)?.opcode {
-        Opcode::Const(Const::Int(k)) => Some(k),
-        _ => None,
-    }
-}
 
 fn def(f: &lir::Function, v: lir::Value) -> Option<&lir::InstData> {
     match f.values[v].def {

@@ -22,7 +22,8 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use lnc_lir::{self as lir, Addressing, BinOp, Const, DType, Opcode, Ty, ValueDef};
+use lnc_lir::ranges::const_int;
+use lnc_lir::{self as lir, Addressing, BinOp, DType, Opcode, Ty, ValueDef};
 
 use crate::CodegenError;
 use crate::base::{ArgBounds, FunctionCx, block_args};
@@ -43,17 +44,6 @@ pub(crate) struct Hoisted {
     /// The offset is `i64(iv + c) + k` of a 32-bit `iv` (`off + tl.arange(...)` with a
     /// 64-bit `off`): `lo`/`hi` are added before widening, as the body computes them.
     pub(crate) wide: bool,
-}
-
-/// The integer constant `v` is, if it is one.
-fn const_int(f: &lir::Function, v: lir::Value) -> Option<i64> {
-    match f.values[v].def {
-        ValueDef::Result(i, _) => match f.insts[i].opcode {
-            Opcode::Const(Const::Int(k)) => Some(k),
-            _ => None,
-        },
-        ValueDef::RegionArg(..) => None,
-    }
 }
 
 /// The accesses of `for` instruction `l` whose checks can be hoisted (and were not

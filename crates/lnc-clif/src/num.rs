@@ -150,13 +150,13 @@ fn int_constant(f: &lir::Function, v: lir::Value, d: DType) -> Option<u64> {
     if !d.is_int() || d == DType::I1 {
         return None;
     }
-    let lir::ValueDef::Result(i, 0) = f.values[v].def else { return None };
-    let data = &f.insts[i];
-    match data.opcode {
-        lir::Opcode::Splat => int_constant(f, data.args[0], d),
-        lir::Opcode::Const(lir::Const::Int(c)) => Some((c as u64) & (u64::MAX >> (64 - d.bits()))),
-        _ => None,
-    }
+    let c = match f.values[v].def {
+        lir::ValueDef::Result(i, 0) if f.insts[i].opcode == lir::Opcode::Splat => {
+            return int_constant(f, f.insts[i].args[0], d);
+        }
+        _ => lir::ranges::const_int(f, v)?,
+    };
+    Some((c as u64) & (u64::MAX >> (64 - d.bits())))
 }
 
 /// `k` when `v` is the integer constant `2^k` (or a splat of it), positive in `d`.
@@ -481,7 +481,7 @@ pub(crate) fn codegen_unary(
 }
 
 /// A mask part (integer lanes of the data's width) as the type of the data part.
-fn mask_for(bcx: &mut FunctionBuilder, mask: Value, data: Type) -> Value {
+pub(crate) fn mask_for(bcx: &mut FunctionBuilder, mask: Value, data: Type) -> Value {
     if bcx.func.dfg.value_type(mask) == data {
         mask
     } else {

@@ -171,7 +171,7 @@ pub(crate) fn sin_cos(fx: &mut FunctionCx, x: Value, cosine: bool) -> Result<Val
 fn fsel(bcx: &mut FunctionBuilder, c: Value, a: Value, b: Value) -> Value {
     let ty = bcx.func.dfg.value_type(a);
     if ty.is_vector() {
-        let m = bcx.ins().bitcast(ty, crate::value::bitcast_flags(), c);
+        let m = crate::num::mask_for(bcx, c, ty);
         bcx.ins().bitselect(m, a, b)
     } else {
         bcx.ins().select(c, a, b)
