@@ -106,9 +106,15 @@ pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) 
 /// instructions of integer rounding.
 pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
     fx.f16c_rounds = true;
-    let addr = crate::memory::scratch_at(fx, crate::base::f16c_round_offset(fx.f));
-    narrow_4(fx, v, addr, 0);
-    widen_4(fx, addr, 0)
+    // The offset in the instructions' displacement: `area + offset` as a value of its own
+    // would be rematerialized by Cranelift at every use.
+    let offset = crate::base::f16c_round_offset(fx.f);
+    let (at, disp) = match i32::try_from(offset) {
+        Ok(disp) => (crate::memory::scratch_area(fx), disp),
+        Err(_) => (crate::memory::scratch_at(fx, offset), 0),
+    };
+    narrow_4(fx, v, at, disp);
+    widen_4(fx, at, disp)
 }
 
 /// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into

@@ -453,13 +453,13 @@ pub(crate) fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value,
 }
 
 /// Loads `parts` vector parts (four consecutive elements each) at `addr`.
-pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Value) -> Vec<Value> {
+pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Value, disp: i32) -> Vec<Value> {
     (0..parts)
         .map(|j| {
             if d == DType::F16 && fx.f16c {
-                return crate::f16c::widen_4(fx, addr, j as i32 * 8);
+                return crate::f16c::widen_4(fx, addr, disp + j as i32 * 8);
             }
-            let h = fx.bcx.ins().uload16x4(data_flags(), addr, j as i32 * 8);
+            let h = fx.bcx.ins().uload16x4(data_flags(), addr, disp + j as i32 * 8);
             convert(&mut fx.bcx, d, h, fx.half_quiet)
         })
         .collect()
@@ -469,17 +469,17 @@ pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Valu
 /// conversion per part, which rounds (a part is rounded already, or only stores use it:
 /// [`round_value`]); else two parts narrow into one 16-byte store, a last odd one into an
 /// 8-byte store.
-pub(crate) fn store_parts(fx: &mut FunctionCx, d: DType, parts: &[Value], addr: Value) {
+pub(crate) fn store_parts(fx: &mut FunctionCx, d: DType, parts: &[Value], addr: Value, disp: i32) {
     if d == DType::F16 && fx.f16c {
         for (j, &p) in parts.iter().enumerate() {
-            crate::f16c::narrow_4(fx, p, addr, j as i32 * 8);
+            crate::f16c::narrow_4(fx, p, addr, disp + j as i32 * 8);
         }
         return;
     }
     let bits: Vec<Value> = parts.iter().map(|&p| bits_of(fx, d, p)).collect();
     let bcx = &mut fx.bcx;
     for (j, pair) in bits.chunks(2).enumerate() {
-        let offset = j as i32 * 16;
+        let offset = disp + j as i32 * 16;
         match *pair {
             [a, b] => {
                 let v = bcx.ins().unarrow(a, b);

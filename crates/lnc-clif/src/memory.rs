@@ -72,6 +72,32 @@ pub(crate) fn offset_address(
     Ok(element_address(fx, base, index, fx.f.ty(offset).dtype(), size))
 }
 
+/// `base + offset * size` as an address and a constant displacement for the memory
+/// instruction's own offset field. Cranelift folds `iadd(b, ishl(i, k))` and that field
+/// into one x86 address wherever a load goes, but it folds only one level of addition into
+/// a load merged into an arithmetic instruction (`vmulps (mem), …`): an address
+/// `(b + i·4) + 16` would be computed with a `lea` first, and `(area + off) + i·4` with one
+/// for `area + off`, which Cranelift rematerializes in every loop iteration.
+pub(crate) fn split_address(
+    fx: &mut FunctionCx,
+    base: Value,
+    offset: lir::Value,
+    size: u32,
+) -> Result<(Value, i32), CodegenError> {
+    if let Some((w, c)) = crate::induction::wide_index(fx, offset)
+        && let Ok(disp) = i32::try_from(c * size as i64)
+    {
+        let scaled = if size == 1 { w } else { fx.bcx.ins().ishl_imm_u(w, size.trailing_zeros() as i64) };
+        return Ok((fx.bcx.ins().iadd(base, scaled), disp));
+    }
+    Ok((offset_address(fx, base, offset, size)?, 0))
+}
+
+/// The address `at + disp` as one value (for range checks).
+fn joined(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
+    if disp == 0 { at } else { fx.bcx.ins().iadd_imm_s(at, disp as i64) }
+}
+
 pub(crate) fn codegen_ptr_add(
     fx: &mut FunctionCx,
     ptr: lir::Value,
@@ -85,6 +111,21 @@ pub(crate) fn codegen_ptr_add(
 /// In checked mode, branches to the out-of-bounds exit unless the `lanes` consecutive
 /// elements of `size` bytes at `addr` lie inside the bounds of the site's argument. The
 /// fault names the first element outside.
+/// [`check_range`] of a split address ([`split_address`]).
+fn check_split(
+    fx: &mut FunctionCx,
+    a: Access,
+    (at, disp): (Value, i32),
+    lanes: u32,
+    size: u32,
+) -> Result<(), CodegenError> {
+    if !fx.opts.checked || !a.checked {
+        return Ok(());
+    }
+    let addr = joined(fx, at, disp);
+    check_range(fx, a, addr, lanes, size)
+}
+
 fn check_range(
     fx: &mut FunctionCx,
     a: Access,
@@ -181,21 +222,21 @@ fn load_scalar_volatile(fx: &mut FunctionCx, d: DType, addr: Value) -> Result<Va
 }
 
 /// Loads `lanes` consecutive elements at `addr` in the canonical form.
-fn load_full(fx: &mut FunctionCx, d: DType, lanes: u8, addr: Value) -> Result<Tile, CodegenError> {
+fn load_full(fx: &mut FunctionCx, d: DType, lanes: u8, addr: Value, disp: i32) -> Result<Tile, CodegenError> {
     let per = value::canonical_per(d, lanes)?;
     if d == DType::I1 || per == 1 {
         let mut ls = Vec::with_capacity(lanes as usize);
         for k in 0..lanes as i32 {
-            ls.push(load_scalar(fx, d, addr, k * d.size() as i32)?);
+            ls.push(load_scalar(fx, d, addr, disp + k * d.size() as i32)?);
         }
         return value::from_lanes(&mut fx.bcx, d, per, &ls);
     }
     if half::is_half(d) {
-        return Ok(Tile { per, parts: half::load_parts(fx, d, (lanes / per) as usize, addr) });
+        return Ok(Tile { per, parts: half::load_parts(fx, d, (lanes / per) as usize, addr, disp) });
     }
     let ty = value::part_type(d, per)?;
     let parts =
-        (0..(lanes / per) as i32).map(|j| fx.bcx.ins().load(ty, data_flags(), addr, j * 16)).collect();
+        (0..(lanes / per) as i32).map(|j| fx.bcx.ins().load(ty, data_flags(), addr, disp + j * 16)).collect();
     Ok(Tile { per, parts })
 }
 
@@ -214,23 +255,23 @@ fn store_full(
     fx: &mut FunctionCx,
     d: DType,
     t: &Tile,
-    addr: Value,
+    (addr, disp): (Value, i32),
     stream: bool,
 ) -> Result<(), CodegenError> {
     if d == DType::I1 || t.per == 1 {
         for (k, l) in value::lanes(&mut fx.bcx, d, t).into_iter().enumerate() {
-            store_scalar(fx, d, l, addr, k as i32 * d.size() as i32);
+            store_scalar(fx, d, l, addr, disp + k as i32 * d.size() as i32);
         }
         return Ok(());
     }
     if half::is_half(d) {
-        half::store_parts(fx, d, &t.parts, addr);
+        half::store_parts(fx, d, &t.parts, addr, disp);
         return Ok(());
     }
     let stream = stream && matches!(d, DType::F32 | DType::F64);
     let flags = if stream { crate::stream::marked_flags() } else { data_flags() };
     for (j, &p) in t.parts.iter().enumerate() {
-        fx.bcx.ins().store(flags, p, addr, j as i32 * 16);
+        fx.bcx.ins().store(flags, p, addr, disp + j as i32 * 16);
     }
     Ok(())
 }
@@ -325,15 +366,15 @@ pub(crate) fn codegen_load(
 
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;
-        let addr = offset_address(fx, base, a.offset, d.size())?;
+        let (at, disp) = split_address(fx, base, a.offset, d.size())?;
         let all = match &mask {
             Mask::All => None,
             Mask::Scalar(m) => Some(*m),
             Mask::Tile(t) => Some(num::all_true(&mut fx.bcx, t)),
         };
         let Some(all) = all else {
-            check_range(fx, a, addr, lanes as u32, d.size())?;
-            return Ok(CVal::Tile(load_full(fx, d, lanes, addr)?));
+            check_split(fx, a, (at, disp), lanes as u32, d.size())?;
+            return Ok(CVal::Tile(load_full(fx, d, lanes, at, disp)?));
         };
         // Every lane enabled: the vector path; otherwise lane by lane.
         let full = fx.bcx.create_block();
@@ -344,8 +385,8 @@ pub(crate) fn codegen_load(
         }
         fx.bcx.ins().brif(all, full, &[], partial, &[]);
         fx.bcx.switch_to_block(full);
-        check_range(fx, a, addr, lanes as u32, d.size())?;
-        let t = load_full(fx, d, lanes, addr)?;
+        check_split(fx, a, (at, disp), lanes as u32, d.size())?;
+        let t = load_full(fx, d, lanes, at, disp)?;
         fx.bcx.ins().jump(merge, &block_args(&t.parts));
         fx.bcx.switch_to_block(partial);
         let t = match mask {
@@ -524,23 +565,23 @@ pub(crate) fn codegen_store(
     let t = fx.tile(val, lanes)?;
     if a.addr == Addressing::Contiguous {
         let base = fx.scalar(a.ptr)?;
-        let addr = offset_address(fx, base, a.offset, d.size())?;
+        let at = split_address(fx, base, a.offset, d.size())?;
         let all = match &mask {
             Mask::All => None,
             Mask::Scalar(m) => Some(*m),
             Mask::Tile(mt) => Some(num::all_true(&mut fx.bcx, mt)),
         };
         let Some(all) = all else {
-            check_range(fx, a, addr, lanes as u32, d.size())?;
-            return store_full(fx, d, &t, addr, stream);
+            check_split(fx, a, at, lanes as u32, d.size())?;
+            return store_full(fx, d, &t, at, stream);
         };
         let full = fx.bcx.create_block();
         let partial = fx.bcx.create_block();
         let merge = fx.bcx.create_block();
         fx.bcx.ins().brif(all, full, &[], partial, &[]);
         fx.bcx.switch_to_block(full);
-        check_range(fx, a, addr, lanes as u32, d.size())?;
-        store_full(fx, d, &t, addr, false)?;
+        check_split(fx, a, at, lanes as u32, d.size())?;
+        store_full(fx, d, &t, at, false)?;
         fx.bcx.ins().jump(merge, &[]);
         fx.bcx.switch_to_block(partial);
         if !matches!(mask, Mask::Scalar(_)) {
@@ -736,9 +777,19 @@ fn scratch_address(
     fx: &mut FunctionCx,
     slot: u32,
     index: lir::Value,
-) -> Result<(Value, DType), CodegenError> {
-    let (base, s) = scratch_base(fx, slot)?;
-    Ok((offset_address(fx, base, index, lir::Scratch::elem_bytes(s.dtype))?, s.dtype))
+) -> Result<((Value, i32), DType), CodegenError> {
+    let s = *fx
+        .f
+        .scratch
+        .get(slot as usize)
+        .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
+    // The buffer's offset goes into the displacement ([`split_address`]).
+    let area = scratch_area(fx);
+    let (at, disp) = split_address(fx, area, index, lir::Scratch::elem_bytes(s.dtype))?;
+    match i32::try_from(s.offset as i64 + disp as i64) {
+        Ok(disp) => Ok(((at, disp), s.dtype)),
+        Err(_) => Err(invalid(format!("scratch buffer {slot} at an offset past 2 GiB"))),
+    }
 }
 
 /// The address of scratch buffer `slot`'s first element, and the buffer.
@@ -753,8 +804,13 @@ pub(crate) fn scratch_base(fx: &mut FunctionCx, slot: u32) -> Result<(Value, lir
 
 /// The address `offset` bytes into the program's scratch area.
 pub(crate) fn scratch_at(fx: &mut FunctionCx, offset: i64) -> Value {
-    let area = fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH);
+    let area = scratch_area(fx);
     fx.bcx.ins().iadd_imm_s(area, offset)
+}
+
+/// The address of the program's scratch area.
+pub(crate) fn scratch_area(fx: &mut FunctionCx) -> Value {
+    fx.load_abi(types::I64, fx.abi[3], ctx_offsets::SCRATCH)
 }
 
 /// The dtype whose layout scratch holds `d` in: half dtypes in their `f32` compute form.
@@ -768,14 +824,14 @@ pub(crate) fn codegen_scratch_load(
     index: lir::Value,
     ty: Ty,
 ) -> Result<CVal, CodegenError> {
-    let (addr, d) = scratch_address(fx, slot, index)?;
+    let ((at, disp), d) = scratch_address(fx, slot, index)?;
     if ty.dtype() != d {
         return Err(invalid(format!("a {ty} load from a scratch buffer of {d}")));
     }
     let d = scratch_layout(d);
     Ok(match ty {
-        Ty::Tile(_, lanes) => CVal::Tile(load_full(fx, d, lanes, addr)?),
-        _ => CVal::Scalar(load_scalar(fx, d, addr, 0)?),
+        Ty::Tile(_, lanes) => CVal::Tile(load_full(fx, d, lanes, at, disp)?),
+        _ => CVal::Scalar(load_scalar(fx, d, at, disp)?),
     })
 }
 
@@ -794,7 +850,7 @@ pub(crate) fn codegen_scratch_store(
     match fx.val(val)? {
         CVal::Tile(t) => store_full(fx, d, &t, addr, false),
         CVal::Scalar(v) => {
-            store_scalar(fx, d, v, addr, 0);
+            store_scalar(fx, d, v, addr.0, addr.1);
             Ok(())
         }
     }
