@@ -122,3 +122,34 @@ fn bwd_dwdb_opt() {
 fn bwd_dwdb_lir() {
     insta::assert_snapshot!(dump_kernel("_layer_norm_bwd_dwdb", DWDB_SIG, Stage::Lir, true));
 }
+
+/// The vector arithmetic of the forward's passes reads `w`, `b` and scratch rows straight
+/// from memory at `disp(base, index, scale)`: Cranelift folds only one addition into a
+/// load merged into an arithmetic instruction, so an address built as `(base + i·4) + 16`
+/// or `(area + offset) + i·4` cost a `lea` per access in the loop (lnc-clif's
+/// `split_address`).
+#[test]
+fn fwd_asm_folds_addresses_into_merged_loads() {
+    let on_memory = ["vmulps", "vaddps", "vsubps", "vfmadd", "vfmsub", "vfnmadd"];
+    for d in ["fp32", "fp16", "bf16"] {
+        let sig = format!("*{d},*{d},*{d},*{d},*fp32,*fp32,i32,i32,fp32,4096");
+        let asm = dump_kernel("_layer_norm_fwd_fused", &sig, Stage::Asm, false);
+        let mut merged = 0;
+        for line in asm.lines().map(str::trim) {
+            let Some((op, operands)) = line.split_once(' ') else { continue };
+            if !on_memory.iter().any(|m| op.starts_with(m))
+                || !operands.contains("(%")
+                || operands.contains("%rip")
+            {
+                continue;
+            }
+            merged += 1;
+            let mem = operands.split_once('(').and_then(|(_, m)| m.split_once(')')).map(|(m, _)| m);
+            assert!(
+                mem.is_some_and(|m| m.split(", ").count() == 3),
+                "{d}: a merged load without an indexed address: `{line}`\n{asm}"
+            );
+        }
+        assert!(merged >= 2, "{d}: no arithmetic on memory operands:\n{asm}");
+    }
+}
