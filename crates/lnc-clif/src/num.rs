@@ -546,6 +546,9 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
             let per = value::vector_per(d);
             return lanewise(fx, Ty::Tile(s, lanes), move |_| per, &[a], |fx, v| emit_cast(fx, s, d, v[0]));
         }
+        if let Some(t) = int_width_cast(fx, a, s, d, lanes)? {
+            return Ok(CVal::Tile(t));
+        }
         // Scalar lanes, then the canonical form of the result.
         let t = fx.tile(a, lanes)?;
         let src = value::lanes(&mut fx.bcx, s, &t);
@@ -558,6 +561,60 @@ pub(crate) fn codegen_cast(fx: &mut FunctionCx, a: lir::Value, ty: Ty) -> Result
     }
     let x = fx.scalar(a)?;
     Ok(CVal::Scalar(emit_cast(fx, s, d, x)?))
+}
+
+/// A tile of 32-bit integers widened to 64 bits, or of 64-bit integers truncated to 32,
+/// on vectors: each `i32x4` becomes two `i64x2` (sign- or zero-extended by the source's
+/// signedness: `vpmovsxdq`/`vpmovzxdq`), and each pair of `i64x2` one `i32x4` of their
+/// low halves (a shuffle of the even 32-bit lanes). Without this every lane is extracted,
+/// converted and inserted on its own (64-bit offsets, `umulhi` of `tl.rand`). `None` for
+/// the other casts.
+fn int_width_cast(
+    fx: &mut FunctionCx,
+    a: lir::Value,
+    s: DType,
+    d: DType,
+    lanes: u8,
+) -> Result<Option<Tile>, CodegenError> {
+    let ints = !s.is_float() && !d.is_float() && s != DType::I1 && d != DType::I1;
+    if !ints || lanes < 4 || !lanes.is_multiple_of(4) {
+        return Ok(None);
+    }
+    let t = fx.tile(a, lanes)?;
+    match (s.bits(), d.bits()) {
+        (32, 64) => {
+            let t = value::rechunk(&mut fx.bcx, s, &t, 4)?;
+            let mut parts = Vec::with_capacity(t.parts.len() * 2);
+            for &p in &t.parts {
+                let (lo, hi) = if s.is_signed() {
+                    (fx.bcx.ins().swiden_low(p), fx.bcx.ins().swiden_high(p))
+                } else {
+                    (fx.bcx.ins().uwiden_low(p), fx.bcx.ins().uwiden_high(p))
+                };
+                parts.extend([lo, hi]);
+            }
+            Ok(Some(Tile { per: 2, parts }))
+        }
+        (64, 32) => {
+            let t = value::rechunk(&mut fx.bcx, s, &t, 2)?;
+            // Bytes 0-3 and 8-11 of each operand: the low halves of its two lanes.
+            let bytes: Vec<u8> = [0u8, 8, 16, 24].iter().flat_map(|&b| b..b + 4).collect();
+            let mask = fx.bcx.func.dfg.immediates.push(bytes.into());
+            let flags = value::bitcast_flags();
+            let mut parts = Vec::with_capacity(t.parts.len() / 2);
+            for pair in t.parts.chunks(2) {
+                let [x, y] = pair else {
+                    return Err(CodegenError::InvalidIr(format!("a 64-bit tile of {lanes} lanes")));
+                };
+                let x = fx.bcx.ins().bitcast(types::I8X16, flags, *x);
+                let y = fx.bcx.ins().bitcast(types::I8X16, flags, *y);
+                let lows = fx.bcx.ins().shuffle(x, y, mask);
+                parts.push(fx.bcx.ins().bitcast(types::I32X4, flags, lows));
+            }
+            Ok(Some(Tile { per: 4, parts }))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Converts one scalar or vector part from `s` to `d` (vectors: same lane count).
