@@ -59,6 +59,12 @@ const OWN_TESTS: &[(&str, &str)] = &[
     // Program 0 waits for program 1: the interpreter, which runs them in order, would not end.
     ("tests/kernels/atomics.py", "fault_while_one_waits_on_a_volatile_flag"),
     ("tests/kernels/atomics.py", "volatile_copy"),
+    // `tests/tests/random.rs`: each against a Philox reference and Triton's values.
+    ("tests/kernels/random.py", "_seeded_dropout"),
+    ("tests/kernels/random.py", "words"),
+    ("tests/kernels/random.py", "words64"),
+    ("tests/kernels/random.py", "umulhi32"),
+    ("tests/kernels/random.py", "scalar_offset"),
 ];
 
 const HELPERS: &[(&str, &str)] = &[

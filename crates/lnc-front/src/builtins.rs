@@ -11,6 +11,7 @@ use crate::args::{CallArgs, given};
 use crate::diag::{shape_str, type_str};
 use crate::lower::{Failed, Lowerer, R};
 use crate::ops::broadcast_shapes;
+use crate::random::RandomFn;
 use crate::value::{Cv, Opnd, Val};
 
 /// Which `range`.
@@ -75,6 +76,9 @@ pub(crate) enum Builtin {
     PyFloat,
     PyBool,
     PyPrint,
+    /// `tl.randint`, `tl.rand`, `tl.randn` and their `4x` forms.
+    Random(RandomFn),
+    Umulhi,
 }
 
 /// Every `tl` name lnc implements, for suggestions.
@@ -126,6 +130,13 @@ pub(crate) const TL_NAMES: &[&str] = &[
     "expand_dims",
     "broadcast_to",
     "broadcast",
+    "randint",
+    "randint4x",
+    "rand",
+    "rand4x",
+    "randn",
+    "randn4x",
+    "umulhi",
     "range",
     "static_range",
     "cast",
@@ -171,19 +182,12 @@ pub(crate) const KNOWN_UNSUPPORTED: &[&str] = &[
     "topk",
     "xor_sum",
     "softmax",
-    "rand",
-    "randint",
-    "randn",
-    "rand4x",
-    "randint4x",
-    "randn4x",
     "make_block_ptr",
     "advance",
     "make_tensor_descriptor",
     "inline_asm_elementwise",
     "fma",
     "clamp",
-    "umulhi",
     "erf",
     "sqrt_rn",
     "div_rn",
@@ -240,7 +244,7 @@ impl Builtin {
             "static_range" => Builtin::Range(RangeKind::Static),
             "cast" => Builtin::Cast,
             "constexpr" => Builtin::Constexpr,
-            _ => return None,
+            _ => return RandomFn::from_name(name).map(Builtin::Random),
         })
     }
 
@@ -261,6 +265,7 @@ impl Builtin {
             "fdiv" => Builtin::Fdiv,
             "maximum" => Builtin::Maximum,
             "minimum" => Builtin::Minimum,
+            "umulhi" => Builtin::Umulhi,
             _ => return None,
         })
     }
@@ -361,6 +366,8 @@ impl Builtin {
             Builtin::PyFloat => "float",
             Builtin::PyBool => "bool",
             Builtin::PyPrint => "print",
+            Builtin::Random(f) => f.name(),
+            Builtin::Umulhi => "tl.umulhi",
         }
     }
 }
@@ -399,6 +406,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 Ok(Val::Tensor(self.emit(op, vec![], Type::scalar(DType::I32), span)))
             }
             Builtin::Arange => self.arange(args),
+            Builtin::Random(f) => self.random(f, args),
+            Builtin::Umulhi => self.umulhi_call(args),
             Builtin::Zeros => {
                 let a = self.bind(name, &["shape", "dtype"], 2, args)?;
                 let shape = self.const_shape(a[0].as_ref().ok_or(Failed)?, "the shape")?;

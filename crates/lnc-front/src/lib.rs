@@ -45,6 +45,7 @@ mod known;
 mod lower;
 mod ops;
 mod promote;
+mod random;
 mod signature;
 mod value;
 

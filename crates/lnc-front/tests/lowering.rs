@@ -457,3 +457,33 @@ def powers(X, Y, E):
     assert_eq!(out.matches("= pow").count(), 2, "{out}");
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn random_numbers_are_philox_rounds_of_elementwise_operations() {
+    // One round: the key from the seed's halves, the counter from the offsets, then two
+    // `umulhi` (a 64-bit product's high half), two wrapping products, the xors and the key
+    // increments; `rand` folds negative words and scales them into [0, 1).
+    let src = k(r#"
+@triton.jit
+def rng(O, R, seed):
+    offs = tl.arange(0, 16)
+    tl.store(O + offs, tl.randint(seed, offs, 1))
+    tl.store(R + offs, tl.rand(seed, offs, n_rounds=1))
+"#);
+    let out = bir(&src, "rng", "*u32,*fp32,i64");
+    assert!(out.contains("<16xu64>"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn umulhi_of_64_bit_integers_takes_four_partial_products() {
+    let src = k(r#"
+@triton.jit
+def hi(X, Y, O):
+    offs = tl.arange(0, 4)
+    tl.store(O + offs, tl.umulhi(tl.load(X + offs), tl.load(Y + offs)))
+"#);
+    let out = bir(&src, "hi", "*i64,*i64,*i64");
+    assert_eq!(out.matches("= mul").count(), 4, "{out}");
+    insta::assert_snapshot!(out);
+}
