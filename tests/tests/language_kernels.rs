@@ -65,7 +65,12 @@ const OWN_TESTS: &[(&str, &str)] = &[
     ("tests/kernels/random.py", "words64"),
     ("tests/kernels/random.py", "umulhi32"),
     ("tests/kernels/random.py", "scalar_offset"),
+    // `tests/tests/dot.rs`: against float64 (exact integer) references.
+    ("tests/kernels/dot.py", "matmul_kernel"),
+    ("tests/kernels/dot.py", "block_dot"),
 ];
+
+const DOT_HELPERS: &[(&str, &str)] = &[("tests/kernels/dot.py", "leaky_relu")];
 
 const HELPERS: &[(&str, &str)] = &[
     ("tests/kernels/tier1.py", "_affine"),
@@ -819,7 +824,7 @@ fn every_kernel_file_parses_and_every_kernel_is_accounted_for() {
     for &(file, kernel, ..) in REJECTED {
         listed.insert((file.into(), kernel.into()));
     }
-    for &(file, kernel) in HELPERS.iter().chain(OWN_TESTS) {
+    for &(file, kernel) in HELPERS.iter().chain(OWN_TESTS).chain(DOT_HELPERS) {
         listed.insert((file.into(), kernel.into()));
     }
     let files = kernel_files();

@@ -258,6 +258,9 @@ enum ArgValue {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A string for a `tl.constexpr` parameter: quoted (`'"leaky_relu"'`) or a bare word
+    /// (`leaky_relu`).
+    Str(String),
 }
 
 fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
@@ -293,11 +296,34 @@ fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
     if let Ok(f) = cleaned.parse::<f64>() {
         return Ok(ArgValue::Float(f));
     }
+    for q in ['"', '\''] {
+        if let Some(inner) = v.strip_prefix(q).and_then(|r| r.strip_suffix(q))
+            && !inner.contains(['"', ','])
+        {
+            return Ok(ArgValue::Str(inner.to_string()));
+        }
+    }
+    let word = v.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if word {
+        return Ok(ArgValue::Str(v.to_string()));
+    }
     Err(fail_help(
         format!("--arg {name}={v}: `{v}` is not a value lnc can pass"),
         "a value is a buffer (`@file.npy`, `@file.npy+K` for a pointer K elements in, or a generated \
-         `zeros|ones|rand|randn:DTYPE:SHAPE` such as `rand:f32:4096x1000`), an integer, a float or True/False",
+         `zeros|ones|rand|randn:DTYPE:SHAPE` such as `rand:f32:4096x1000`), an integer, a float, True/False, \
+         or a string for a `tl.constexpr` (`leaky_relu`, `'\"two words\"'`)",
     ))
+}
+
+/// A string given to a parameter that is not a `tl.constexpr`.
+fn string_for_runtime(name: &str, text: &str) -> Failure {
+    fail_help(
+        format!(
+            "--arg {name}={text}: parameter `{name}` is not a `tl.constexpr`, so it cannot take a string"
+        ),
+        "strings specialize `tl.constexpr` parameters (`ACTIVATION: tl.constexpr`); give a number or a buffer",
+    )
 }
 
 fn literal_text(v: &ArgValue) -> String {
@@ -305,6 +331,7 @@ fn literal_text(v: &ArgValue) -> String {
         ArgValue::Int(i) => i.to_string(),
         ArgValue::Float(f) => format!("{f:?}"),
         ArgValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        ArgValue::Str(t) => format!("\"{t}\""),
         ArgValue::Buffer { .. } | ArgValue::Generated(_) => String::new(),
     }
 }
@@ -418,6 +445,7 @@ fn prepare(l: &LaunchArgs) -> Result<Prepared, Failure> {
                     }
                     Some(ArgValue::Float(_)) => "fp32".to_string(),
                     Some(ArgValue::Bool(_)) => "i1".to_string(),
+                    Some(ArgValue::Str(t)) => return Err(string_for_runtime(&p.name, t)),
                     // Omitted, a parameter with a default takes it, as `compile` does.
                     None if p.default.is_some() => continue,
                     None => return Err(missing_args(kernel, &[p.name.as_str()])),
@@ -516,6 +544,7 @@ impl Prepared {
                 (Some(ArgValue::Float(f)), Elem::Scalar(DType::F64)) => Arg::Scalar(Scalar::F64(*f)),
                 (Some(ArgValue::Float(f)), _) => Arg::Scalar(Scalar::F32(*f as f32)),
                 (Some(ArgValue::Bool(b)), _) => Arg::Scalar(Scalar::Bool(*b)),
+                (Some(ArgValue::Str(t)), _) => return Err(string_for_runtime(&p.name, t)),
                 (None, _) => {
                     missing.push(p.name.clone());
                     continue;

@@ -199,6 +199,15 @@ fn number_for_pointer_parameter() {
 fn bad_arg_value() {
     insta::assert_snapshot!(run_copy(
         "bad-value",
+        &["--arg", "X=@x.npy", "--arg", "Y=@y.npy", "--arg", "N=8.5.1", "--arg", "BLOCK=8"]
+    ));
+}
+
+#[test]
+fn string_for_a_runtime_parameter() {
+    // A bare word is a string, which only a `tl.constexpr` parameter takes.
+    insta::assert_snapshot!(run_copy(
+        "string-for-runtime",
         &["--arg", "X=@x.npy", "--arg", "Y=@y.npy", "--arg", "N=eight", "--arg", "BLOCK=8"]
     ));
 }

@@ -661,7 +661,13 @@ const SECTIONS: &[Section] = &[
                 &CLI,
                 "bad_arg_value",
                 "`--arg` value lnc cannot read",
-                "A value is a buffer (`@file.npy`, `@file.npy+K`, `rand:f32:1024`), an integer, a float or True/False.",
+                "A value is a buffer (`@file.npy`, `@file.npy+K`, `rand:f32:1024`), an integer, a float, True/False, or a string for a `tl.constexpr` parameter.",
+            ),
+            e(
+                &CLI,
+                "string_for_a_runtime_parameter",
+                "A string for a runtime parameter",
+                "A bare word or a quoted text is a string; only a `tl.constexpr` parameter (such as the `ACTIVATION` of Triton's matmul tutorial) can take one.",
             ),
             e(
                 &CLI,

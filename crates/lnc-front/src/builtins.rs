@@ -79,6 +79,7 @@ pub(crate) enum Builtin {
     /// `tl.randint`, `tl.rand`, `tl.randn` and their `4x` forms.
     Random(RandomFn),
     Umulhi,
+    Dot,
 }
 
 /// Every `tl` name lnc implements, for suggestions.
@@ -137,6 +138,7 @@ pub(crate) const TL_NAMES: &[&str] = &[
     "randn",
     "randn4x",
     "umulhi",
+    "dot",
     "range",
     "static_range",
     "cast",
@@ -158,7 +160,6 @@ pub(crate) const TL_NAMES: &[&str] = &[
 
 /// Triton builtins lnc does not implement (yet): named in the error instead of "unknown".
 pub(crate) const KNOWN_UNSUPPORTED: &[&str] = &[
-    "dot",
     "dot_scaled",
     "reshape",
     "view",
@@ -244,6 +245,7 @@ impl Builtin {
             "static_range" => Builtin::Range(RangeKind::Static),
             "cast" => Builtin::Cast,
             "constexpr" => Builtin::Constexpr,
+            "dot" => Builtin::Dot,
             _ => return RandomFn::from_name(name).map(Builtin::Random),
         })
     }
@@ -368,6 +370,7 @@ impl Builtin {
             Builtin::PyPrint => "print",
             Builtin::Random(f) => f.name(),
             Builtin::Umulhi => "tl.umulhi",
+            Builtin::Dot => "tl.dot",
         }
     }
 }
@@ -408,6 +411,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Builtin::Arange => self.arange(args),
             Builtin::Random(f) => self.random(f, args),
             Builtin::Umulhi => self.umulhi_call(args),
+            Builtin::Dot => self.dot(args),
             Builtin::Zeros => {
                 let a = self.bind(name, &["shape", "dtype"], 2, args)?;
                 let shape = self.const_shape(a[0].as_ref().ok_or(Failed)?, "the shape")?;

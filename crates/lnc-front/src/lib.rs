@@ -40,6 +40,7 @@ mod builtins;
 mod consteval;
 mod control;
 mod diag;
+mod dot;
 mod expr;
 mod known;
 mod lower;

@@ -110,7 +110,7 @@ pub fn lower_kernel(
     for (slot, (p, e)) in fdef.params.iter().zip(&sig.entries).enumerate() {
         let constexpr = p.annotation.as_ref().is_some_and(is_constexpr_annotation);
         let name = p.name.name.clone();
-        let pv = match *e {
+        let pv = match e {
             SigEntry::Ptr(_) | SigEntry::Scalar(_) if constexpr => {
                 diags.push(
                     Diagnostic::error(
@@ -124,15 +124,30 @@ pub fn lower_kernel(
                 );
                 ParamVal::Const(Cv::None)
             }
-            SigEntry::Ptr(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::ptr(d))),
-            SigEntry::Scalar(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::scalar(d))),
+            &SigEntry::Ptr(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::ptr(d))),
+            &SigEntry::Scalar(d) => ParamVal::Runtime(func.add_param(&name, slot as u32, Type::scalar(d))),
             SigEntry::Const(c) => {
                 let cv = match c {
-                    ConstValue::Int(i) => Cv::Int(i as i128),
-                    ConstValue::Float(f) => Cv::Float(f),
-                    ConstValue::Bool(b) => Cv::Bool(b),
+                    ConstValue::Int(i) => Cv::Int(*i as i128),
+                    ConstValue::Float(f) => Cv::Float(*f),
+                    ConstValue::Bool(b) => Cv::Bool(*b),
+                    ConstValue::Str(s) => Cv::Str(std::rc::Rc::from(&**s)),
                 };
-                if constexpr { ParamVal::Const(cv) } else { ParamVal::Specialized(cv, c.dtype()) }
+                match c.dtype() {
+                    _ if constexpr => ParamVal::Const(cv),
+                    Some(d) => ParamVal::Specialized(cv, d),
+                    None => {
+                        diags.push(
+                            Diagnostic::error(
+                                format!("parameter `{name}` is not a `tl.constexpr`: it cannot take the string {c}"),
+                                p.span,
+                                "a runtime parameter",
+                            )
+                            .with_help(format!("annotate it `{name}: tl.constexpr`")),
+                        );
+                        ParamVal::Const(Cv::None)
+                    }
+                }
             }
         };
         params.push((name, p.span, pv));

@@ -309,9 +309,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             return Ok(Val::tuple(items));
         }
         if op == BinOp::MatMul {
-            let d = Diagnostic::error("`@` (matrix multiplication) is not supported", span, "")
-                .with_note("Triton's `tl.dot` is not supported by lnc yet");
-            return self.fail(d);
+            // Triton's `a @ b` is `tl.dot(a, b)`.
+            return self.dot(crate::args::CallArgs { pos: vec![l, r], kw: Vec::new(), span });
         }
         if matches!(op, BinOp::Add | BinOp::Sub) && (self.is_ptr(&l) || self.is_ptr(&r)) {
             return self.ptr_arith(op, &l, &r, span);

@@ -8,6 +8,7 @@
 //! (`*fp32:16`) are accepted and ignored.
 
 use std::fmt;
+use std::sync::Arc;
 
 use lnc_bir::DType;
 use lnc_diag::Diagnostic;
@@ -16,7 +17,7 @@ use lnc_syntax::ast;
 use crate::diag::suggest;
 
 /// A literal value of a specialized parameter.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ConstValue {
     /// An integer (`1024`, `-1`).
     Int(i64),
@@ -24,18 +25,23 @@ pub enum ConstValue {
     Float(f64),
     /// `True` / `False`.
     Bool(bool),
+    /// A string, for `tl.constexpr` parameters only (`"leaky_relu"`, the activation of
+    /// Triton's matmul tutorial); written quoted, without commas.
+    Str(Arc<str>),
 }
 
 impl ConstValue {
     /// The dtype the literal has on its own in Triton: `i32` for ints that fit (`u32`,
-    /// then `i64` beyond), `fp32` for floats (`fp64` when out of fp32's range), `i1`.
-    pub fn dtype(&self) -> DType {
+    /// then `i64` beyond), `fp32` for floats (`fp64` when out of fp32's range), `i1`;
+    /// `None` for a string.
+    pub fn dtype(&self) -> Option<DType> {
         let c = match *self {
             ConstValue::Int(i) => crate::value::Cv::Int(i as i128),
             ConstValue::Float(f) => crate::value::Cv::Float(f),
             ConstValue::Bool(b) => crate::value::Cv::Bool(b),
+            ConstValue::Str(_) => return None,
         };
-        crate::promote::literal_dtype(&c).unwrap_or(DType::I64)
+        Some(crate::promote::literal_dtype(&c).unwrap_or(DType::I64))
     }
 }
 
@@ -47,12 +53,13 @@ impl fmt::Display for ConstValue {
             ConstValue::Float(x) => write!(f, "{x:?}"),
             ConstValue::Bool(true) => f.write_str("True"),
             ConstValue::Bool(false) => f.write_str("False"),
+            ConstValue::Str(s) => write!(f, "\"{s}\""),
         }
     }
 }
 
 /// What one parameter is specialized to.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SigEntry {
     /// A pointer to elements of this dtype (`*fp32`).
     Ptr(DType),
@@ -108,16 +115,26 @@ pub(crate) fn literal_default(e: &ast::Expr) -> Option<ConstValue> {
         ast::ExprKind::Int(i) => i64::try_from(*i).ok().map(ConstValue::Int),
         ast::ExprKind::Float(f) => Some(ConstValue::Float(*f)),
         ast::ExprKind::Bool(b) => Some(ConstValue::Bool(*b)),
+        ast::ExprKind::Str(t) if !t.contains(',') && !t.contains('"') => {
+            Some(ConstValue::Str(Arc::from(t.as_str())))
+        }
         ast::ExprKind::Unary { op: ast::UnaryOp::Neg, operand } => match literal_default(operand)? {
             ConstValue::Int(i) => i.checked_neg().map(ConstValue::Int),
             ConstValue::Float(f) => Some(ConstValue::Float(-f)),
-            ConstValue::Bool(_) => None,
+            ConstValue::Bool(_) | ConstValue::Str(_) => None,
         },
         _ => None,
     }
 }
 
 fn parse_literal(s: &str) -> Option<ConstValue> {
+    for q in ['"', '\''] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q))
+            && !inner.contains(q)
+        {
+            return Some(ConstValue::Str(Arc::from(inner)));
+        }
+    }
     match s {
         "True" | "true" => return Some(ConstValue::Bool(true)),
         "False" | "false" => return Some(ConstValue::Bool(false)),
@@ -168,7 +185,7 @@ fn parse_entry(text: &str) -> Result<SigEntry, (String, String)> {
     }
     Err((
         format!("invalid signature entry `{text}`"),
-        "an entry is a pointer type (`*fp32`), a scalar type (`i32`, `fp32`) or a literal (`1024`, `1e-5`, `True`)"
+        "an entry is a pointer type (`*fp32`), a scalar type (`i32`, `fp32`) or a literal (`1024`, `1e-5`, `True`, `\"leaky_relu\"`)"
             .into(),
     ))
 }
@@ -336,6 +353,11 @@ mod tests {
         assert_eq!(parse_literal("inf"), Some(ConstValue::Float(f64::INFINITY)));
         assert_eq!(parse_literal("fp33"), None);
         assert_eq!(parse_literal("e5"), None);
+        assert_eq!(parse_literal("\"leaky_relu\""), Some(ConstValue::Str("leaky_relu".into())));
+        assert_eq!(parse_literal("''"), Some(ConstValue::Str("".into())));
+        assert_eq!(parse_literal("\"a\"b\""), None);
+        assert_eq!(parse_literal("\"open"), None);
+        assert_eq!(ConstValue::Str("x".into()).to_string(), "\"x\"");
     }
 
     #[test]
@@ -349,7 +371,8 @@ mod tests {
         assert!(parse_entry("float").is_err());
         assert_eq!(ConstValue::Float(1e-5).to_string(), "1e-5");
         assert_eq!(ConstValue::Float(2.0).to_string(), "2.0");
-        assert_eq!(ConstValue::Int(1 << 40).dtype(), DType::I64);
-        assert_eq!(ConstValue::Float(0.5).dtype(), DType::F32);
+        assert_eq!(ConstValue::Int(1 << 40).dtype(), Some(DType::I64));
+        assert_eq!(ConstValue::Str("x".into()).dtype(), None);
+        assert_eq!(ConstValue::Float(0.5).dtype(), Some(DType::F32));
     }
 }

@@ -70,7 +70,7 @@ error_test!(
     r#"
 @triton.jit
 def k(X):
-    x = tl.dot(X, X)
+    x = tl.cumsum(X)
 "#
 );
 

@@ -487,3 +487,23 @@ def hi(X, Y, O):
     assert_eq!(out.matches("= mul").count(), 4, "{out}");
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn a_dot_is_the_sum_of_broadcast_products() {
+    // fp16 operands widen to fp32, meet as [M, K, 1] and [1, K, N] blocks, multiply and sum
+    // over K; the accumulator is added after; `@` is the same `dot`.
+    let src = k(r#"
+@triton.jit
+def mm(A, B, C):
+    r = tl.arange(0, 16)
+    a = tl.load(A + r[:, None] * 32 + tl.arange(0, 32)[None, :])
+    b = tl.load(B + tl.arange(0, 32)[:, None] * 16 + r[None, :])
+    acc = tl.zeros((16, 16), dtype=tl.float32)
+    acc = tl.dot(a, b, acc)
+    tl.store(C + r[:, None] * 16 + r[None, :], acc + a @ b)
+"#);
+    let out = bir(&src, "mm", "*fp16,*fp16,*fp32");
+    assert_eq!(out.matches("reduce sum axis=1").count(), 2, "{out}");
+    assert!(out.contains("<16x32x16xfp32>"), "{out}");
+    insta::assert_snapshot!(out);
+}
