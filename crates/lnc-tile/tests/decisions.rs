@@ -600,3 +600,27 @@ fn carried_pointer_blocks_moving_lanes_apart_are_refused() {
     let e = tile_err(MOVING_APART, "k", "*fp32,*fp32,8");
     assert!(e.message.contains("by the same offset"), "{e}");
 }
+
+const DOT: &str = r#"
+@triton.jit
+def k(A, B, C, N):
+    r = tl.arange(0, 16)
+    c = tl.arange(0, 32)
+    a = tl.load(A + r[:, None] * 32 + c[None, :])
+    b = tl.load(B + c[:, None] * N + (r[None, :] * 3) % N)
+    tl.store(C + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+"#;
+
+#[test]
+fn operands_a_broadcast_repeats_are_read_once_into_scratch() {
+    // `tl.dot` multiplies `a[:, :, None]` and `b[None, :, :]`: each element of `a` is used
+    // 16 times, each of `b` 16 times. Both are loaded once into scratch (`b` through a
+    // gather) and the product's loop reads them there, not from memory.
+    let f = lir_base(DOT, "k", "*fp32,*fp32,*fp32,i32");
+    let text = lnc_lir::print_function(&f);
+    assert_eq!(f.scratch.len(), 2, "{text}");
+    assert_eq!(loads(&f, Addressing::Gather), 1, "b is gathered once: {text}");
+    insta::assert_snapshot!(text);
+    let bufs = [f32_buffer(1, 16 * 32), f32_buffer(2, 32 * 24), Buffer::zeros(DType::F32, 256)];
+    run(DOT, "k", "*fp32,*fp32,*fp32,i32", 1, &[ptr(0), ptr(1), ptr(2), ArgValue::Int(24)], &bufs);
+}
