@@ -58,19 +58,21 @@ pub(crate) fn run(f: &mut Function, unroll: u8) {
     for l in for_loops(f) {
         if let Some(updates) = reductions(f, l) {
             let ops: Vec<BinOp> = updates.iter().map(|&(op, _)| op).collect();
-            // A loop without accumulators has no chain to break: copies only share its
-            // loop overhead (index update, comparison, branch, and the bound Cranelift
-            // reloads from the stack when it spilled it). Four copies against two, seed
-            // forward at N = 4096 on 24 rows in L2 (one thread; median of six alternating
-            // runs, each the best of 1000 launches): fp32 0.0253 -> 0.0245 ms, fp16
-            // 0.0348 -> 0.0340. Under an `if` (the seed backward's lock-protected
-            // update, both branches) that is not worth the compile time it costs.
+            // A loop without accumulators has no chain to break: two copies only halve
+            // its loop overhead. Four measured 3 % faster on rows in L2 (seed forward,
+            // N = 4096), but a row of 1000 (62 steps of 16 and 8 lanes) then ends in a
+            // remainder tile loop, whose cached stores probably share lines with the
+            // steady loop's non-temporal ones (module `stream`; with two copies 1000 is
+            // 125 steps of 8): the seed forward at N = 1000 took 1.51 against 0.88 ms, its
+            // backward 2.90 against 2.25 ms (lnc-bench, 2 threads). Under an `if` (the
+            // seed backward's lock-protected update, both branches) that is not worth the
+            // compile time it costs.
             let chains_only = only_accumulations(f, l, &updates);
             let cap = match (ops.is_empty(), parent[&l]) {
                 (false, _) if chains_only => unroll.saturating_mul(2),
                 (false, _) => unroll,
                 (true, Some((p, _))) if f.insts[p].opcode == Opcode::If => 1,
-                (true, _) => unroll.min(4),
+                (true, _) => unroll.min(2),
             };
             // Only the accumulators and the loaded tiles are live in a body of
             // accumulations: no invariants need registers.
