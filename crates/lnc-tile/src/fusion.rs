@@ -531,7 +531,12 @@ impl<'a> Lowerer<'a> {
                 u = self.bf.inst(j).args[0];
             }
             let repeats = self.bf.ty(v).shape.numel() / self.bf.ty(u).shape.numel().max(1);
-            if !self.is_block(u) || self.backed.contains_key(&u) || repeats < MIN_REPEATS || out.contains(&u)
+            // Pointer blocks are never stored in scratch: their loads are what is kept.
+            if !self.is_block(u)
+                || self.bf.ty(u).elem.is_ptr()
+                || self.backed.contains_key(&u)
+                || repeats < MIN_REPEATS
+                || out.contains(&u)
             {
                 continue;
             }

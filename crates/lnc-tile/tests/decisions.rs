@@ -624,3 +624,26 @@ fn operands_a_broadcast_repeats_are_read_once_into_scratch() {
     let bufs = [f32_buffer(1, 16 * 32), f32_buffer(2, 32 * 24), Buffer::zeros(DType::F32, 256)];
     run(DOT, "k", "*fp32,*fp32,*fp32,i32", 1, &[ptr(0), ptr(1), ptr(2), ArgValue::Int(24)], &bufs);
 }
+
+const POINTER_ROWS: &str = r#"
+@triton.jit
+def k(X, I, Y):
+    r = tl.arange(0, 16)
+    c = tl.arange(0, 32)
+    idx = tl.load(I + r)
+    p = X + idx
+    v = tl.load(p[:, None] + c[None, :])
+    tl.store(Y + r[:, None] * 32 + c[None, :], v)
+"#;
+
+#[test]
+fn a_broadcast_pointer_block_is_not_kept_in_scratch() {
+    // `p` reads memory (the gathered row starts) and is repeated 32 times, but a block of
+    // pointers has no scratch form: the rule for repeated operands leaves it alone.
+    let f = lir_base(POINTER_ROWS, "k", "*fp32,*i32,*fp32");
+    assert!(f.scratch.is_empty(), "{}", lnc_lir::print_function(&f));
+    let idx: Vec<f64> = (0..16).map(|i| ((i * 37) % 100) as f64).collect();
+    let bufs =
+        [f32_buffer(3, 4096), Buffer::from_f64_values(DType::I32, &idx), Buffer::zeros(DType::F32, 512)];
+    run(POINTER_ROWS, "k", "*fp32,*i32,*fp32", 1, &[ptr(0), ptr(1), ptr(2)], &bufs);
+}
