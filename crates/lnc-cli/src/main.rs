@@ -298,7 +298,7 @@ fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
     }
     for q in ['"', '\''] {
         if let Some(inner) = v.strip_prefix(q).and_then(|r| r.strip_suffix(q))
-            && !inner.contains(['"', ','])
+            && !inner.contains('"')
         {
             return Ok(ArgValue::Str(inner.to_string()));
         }
@@ -312,7 +312,8 @@ fn parse_arg_value(name: &str, v: &str) -> Result<ArgValue, Failure> {
         format!("--arg {name}={v}: `{v}` is not a value lnc can pass"),
         "a value is a buffer (`@file.npy`, `@file.npy+K` for a pointer K elements in, or a generated \
          `zeros|ones|rand|randn:DTYPE:SHAPE` such as `rand:f32:4096x1000`), an integer, a float, True/False, \
-         or a string for a `tl.constexpr` (`leaky_relu`, `'\"two words\"'`)",
+         or a string for a `tl.constexpr` (`leaky_relu`, `'\"two words\"'`; quote words that read as numbers, such as \
+         `'\"inf\"'`)",
     ))
 }
 

@@ -113,7 +113,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     o.span,
                     "",
                 )
-                .with_help("leave `out_dtype` out and convert the result with `.to(...)`");
+                .with_help("leave `out_dtype` out and convert the result with `.to(...)`")
+                .with_note(
+                    "Triton can accumulate float16 products in float16; lnc does not support that yet and \
+                     accumulates in float32",
+                );
                 return self.fail(e);
             }
         }
@@ -159,6 +163,11 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 ),
                 acc.span,
                 "",
+            )
+            .with_help(format!("accumulate in {} and convert the result with `.to(...)`", out.tl_name()))
+            .with_note(
+                "Triton takes a float16 accumulator to mean float16 accumulation; lnc does not support that \
+                 yet and accumulates in float32",
             );
             return self.fail(e);
         }

@@ -26,7 +26,7 @@ pub enum ConstValue {
     /// `True` / `False`.
     Bool(bool),
     /// A string, for `tl.constexpr` parameters only (`"leaky_relu"`, the activation of
-    /// Triton's matmul tutorial); written quoted, without commas.
+    /// Triton's matmul tutorial); written in double or single quotes, with no double quote inside.
     Str(Arc<str>),
 }
 
@@ -115,9 +115,7 @@ pub(crate) fn literal_default(e: &ast::Expr) -> Option<ConstValue> {
         ast::ExprKind::Int(i) => i64::try_from(*i).ok().map(ConstValue::Int),
         ast::ExprKind::Float(f) => Some(ConstValue::Float(*f)),
         ast::ExprKind::Bool(b) => Some(ConstValue::Bool(*b)),
-        ast::ExprKind::Str(t) if !t.contains(',') && !t.contains('"') => {
-            Some(ConstValue::Str(Arc::from(t.as_str())))
-        }
+        ast::ExprKind::Str(t) if !t.contains('"') => Some(ConstValue::Str(Arc::from(t.as_str()))),
         ast::ExprKind::Unary { op: ast::UnaryOp::Neg, operand } => match literal_default(operand)? {
             ConstValue::Int(i) => i.checked_neg().map(ConstValue::Int),
             ConstValue::Float(f) => Some(ConstValue::Float(-f)),
@@ -129,8 +127,9 @@ pub(crate) fn literal_default(e: &ast::Expr) -> Option<ConstValue> {
 
 fn parse_literal(s: &str) -> Option<ConstValue> {
     for q in ['"', '\''] {
+        // No double quote inside: the canonical text writes the string in double quotes.
         if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q))
-            && !inner.contains(q)
+            && !inner.contains([q, '"'])
         {
             return Some(ConstValue::Str(Arc::from(inner)));
         }
@@ -162,6 +161,26 @@ fn parse_literal(s: &str) -> Option<ConstValue> {
         return digits.parse::<f64>().ok().map(ConstValue::Float);
     }
     None
+}
+
+/// The comma-separated entries of a signature; a comma inside a quoted string belongs to
+/// the string (`ACTIVATION="a,b"`).
+fn split_entries(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quote) = (0, None);
+    for (i, c) in text.char_indices() {
+        match (c, quote) {
+            ('"' | '\'', None) => quote = Some(c),
+            (c, Some(q)) if c == q => quote = None,
+            (',', None) => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
 }
 
 /// Parses one entry; `Err` carries the message and a help line.
@@ -196,8 +215,11 @@ pub fn parse_signature(text: &str, kernel: &ast::FunctionDef) -> Result<Signatur
     let params = &kernel.params;
     let fname = &kernel.name.name;
     let mut given: Vec<Option<SigEntry>> = vec![None; params.len()];
-    let items: Vec<&str> =
-        if text.trim().is_empty() { Vec::new() } else { text.split(',').map(str::trim).collect() };
+    let items: Vec<&str> = if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        split_entries(text).into_iter().map(str::trim).collect()
+    };
     let mut positional = 0usize;
     let mut seen_named = false;
     for item in items {
@@ -357,6 +379,9 @@ mod tests {
         assert_eq!(parse_literal("''"), Some(ConstValue::Str("".into())));
         assert_eq!(parse_literal("\"a\"b\""), None);
         assert_eq!(parse_literal("\"open"), None);
+        assert_eq!(split_entries("*fp32,\"a,b\", 'c,d',4"), vec!["*fp32", "\"a,b\"", " 'c,d'", "4"]);
+        assert_eq!(parse_literal("\"a,b\""), Some(ConstValue::Str("a,b".into())));
+        assert_eq!(parse_literal("'a\"b'"), None);
         assert_eq!(ConstValue::Str("x".into()).to_string(), "\"x\"");
     }
 
