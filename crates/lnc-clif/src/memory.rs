@@ -62,17 +62,11 @@ pub(crate) fn offset_address(
     offset: lir::Value,
     size: u32,
 ) -> Result<Value, CodegenError> {
-    if let Some((w, c)) = crate::induction::wide_index(fx, offset) {
-        // `(base + w·size) + c·size`: one x86 addressing mode, displacement included.
-        let scaled = if size == 1 { w } else { fx.bcx.ins().ishl_imm_u(w, size.trailing_zeros() as i64) };
-        let at = fx.bcx.ins().iadd(base, scaled);
-        return Ok(if c == 0 { at } else { fx.bcx.ins().iadd_imm_s(at, c * size as i64) });
-    }
-    let index = fx.scalar(offset)?;
-    Ok(element_address(fx, base, index, fx.f.ty(offset).dtype(), size))
+    let (at, disp) = split_address(fx, base, offset, size)?;
+    Ok(joined(fx, at, disp))
 }
 
-/// `base + offset * size` as an address and a constant displacement for the memory
+/// [`offset_address`] as an address and a constant displacement for the memory
 /// instruction's own offset field. Cranelift folds `iadd(b, ishl(i, k))` and that field
 /// into one x86 address wherever a load goes, but it folds only one level of addition into
 /// a load merged into an arithmetic instruction (`vmulps (mem), …`): an address
@@ -90,7 +84,8 @@ pub(crate) fn split_address(
         let scaled = if size == 1 { w } else { fx.bcx.ins().ishl_imm_u(w, size.trailing_zeros() as i64) };
         return Ok((fx.bcx.ins().iadd(base, scaled), disp));
     }
-    Ok((offset_address(fx, base, offset, size)?, 0))
+    let index = fx.scalar(offset)?;
+    Ok((element_address(fx, base, index, fx.f.ty(offset).dtype(), size), 0))
 }
 
 /// The address `at + disp` as one value (for range checks).
@@ -772,34 +767,35 @@ fn atomic_cas(
     Ok(fx.bcx.ins().bitcast(ty, MemFlagsData::new(), old))
 }
 
-/// The address of element `index` of scratch buffer `slot`, and its dtype.
+/// The address of element `index` of scratch buffer `slot` as [`split_address`] gives it
+/// (the buffer's offset joins the displacement), and the buffer's dtype.
 fn scratch_address(
     fx: &mut FunctionCx,
     slot: u32,
     index: lir::Value,
 ) -> Result<((Value, i32), DType), CodegenError> {
-    let s = *fx
-        .f
-        .scratch
-        .get(slot as usize)
-        .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
-    // The buffer's offset goes into the displacement ([`split_address`]).
+    let s = scratch_entry(fx, slot)?;
     let area = scratch_area(fx);
     let (at, disp) = split_address(fx, area, index, lir::Scratch::elem_bytes(s.dtype))?;
-    match i32::try_from(s.offset as i64 + disp as i64) {
-        Ok(disp) => Ok(((at, disp), s.dtype)),
-        Err(_) => Err(invalid(format!("scratch buffer {slot} at an offset past 2 GiB"))),
-    }
+    let total = s.offset as i64 + disp as i64;
+    Ok(match i32::try_from(total) {
+        Ok(disp) => ((at, disp), s.dtype),
+        Err(_) => ((fx.bcx.ins().iadd_imm_s(at, total), 0), s.dtype),
+    })
 }
 
 /// The address of scratch buffer `slot`'s first element, and the buffer.
 pub(crate) fn scratch_base(fx: &mut FunctionCx, slot: u32) -> Result<(Value, lir::Scratch), CodegenError> {
-    let s = *fx
-        .f
-        .scratch
-        .get(slot as usize)
-        .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))?;
+    let s = scratch_entry(fx, slot)?;
     Ok((scratch_at(fx, s.offset as i64), s))
+}
+
+/// Scratch buffer `slot` of the function's table.
+fn scratch_entry(fx: &FunctionCx, slot: u32) -> Result<lir::Scratch, CodegenError> {
+    fx.f.scratch
+        .get(slot as usize)
+        .copied()
+        .ok_or_else(|| invalid(format!("scratch buffer {slot} is not in the table")))
 }
 
 /// The address `offset` bytes into the program's scratch area.

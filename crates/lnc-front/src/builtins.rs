@@ -840,7 +840,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// A block of `shape` filled with the number `c` converted to `d`.
-    fn full_value(&mut self, shape: Shape, c: &Cv, d: DType, span: Span) -> Value {
+    pub(crate) fn full_value(&mut self, shape: Shape, c: &Cv, d: DType, span: Span) -> Value {
         let s = self.const_of(c, d, span);
         self.splat(s, shape, span)
     }

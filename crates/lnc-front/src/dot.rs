@@ -15,8 +15,8 @@
 //! in full `fp32`, as `"ieee"` and Triton's interpreter do. The order of the additions
 //! over `K` is the reduction's (unspecified in Triton too), and `acc` is added after them.
 
-use lnc_bir::{DType, Elem, Opcode, ReduceOp, Shape, Value};
-use lnc_diag::{Diagnostic, Span};
+use lnc_bir::{DType, Elem, Opcode, ReduceOp, Shape};
+use lnc_diag::Diagnostic;
 use lnc_syntax::ast::BinOp;
 
 use crate::args::{CallArgs, given};
@@ -145,8 +145,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             yt.with_elem(Elem::Scalar(out)).with_shape(Shape::new(&[1, k, n]).ok_or(Failed)?),
             y.span,
         );
-        let xb = self.broadcast_block(xc, cube, x.span);
-        let yb = self.broadcast_block(yc, cube, y.span);
+        let xb = self.expand_to(xc, cube, x.span);
+        let yb = self.expand_to(yc, cube, y.span);
         let t = self.ty(xb);
         let prod = self.emit(Opcode::Binary(lnc_bir::BinOp::Mul), vec![xb, yb], t, span);
         let opc = Opcode::Reduce { op: ReduceOp::Sum, axis: 1, keep_dims: false };
@@ -172,11 +172,5 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             return self.fail(e);
         }
         self.binary(BinOp::Add, Opnd::new(Val::Tensor(av), acc.span), Opnd::new(Val::Tensor(sum), span), span)
-    }
-
-    /// `v` broadcast along its size-1 axes to `shape` (same rank).
-    fn broadcast_block(&mut self, v: Value, shape: Shape, span: Span) -> Value {
-        let t = self.ty(v);
-        if t.shape == shape { v } else { self.emit(Opcode::Broadcast, vec![v], t.with_shape(shape), span) }
     }
 }

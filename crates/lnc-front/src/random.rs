@@ -166,7 +166,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             let wa = self.cast(a, wide, span);
             let wb = self.cast(b, wide, span);
             let p = self.emit(Opcode::Binary(BBin::Mul), vec![wa, wb], self.ty(wa), span);
-            let k = self.typed_const(32, wide, self.ty(p).shape, span);
+            let k = self.full_value(self.ty(p).shape, &Cv::Int(32), wide, span);
             let h = self.emit(Opcode::Binary(BBin::Shr), vec![p, k], self.ty(p), span);
             self.cast(h, u, span)
         } else {
@@ -182,8 +182,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     fn umulhi64(&mut self, a: Value, b: Value, span: Span) -> Value {
         let t = self.ty(a);
         let shape = t.shape;
-        let k32 = self.typed_const(32, DType::U64, shape, span);
-        let low = self.typed_const(0xFFFF_FFFF, DType::U64, shape, span);
+        let k32 = self.full_value(shape, &Cv::Int(32), DType::U64, span);
+        let low = self.full_value(shape, &Cv::Int(0xFFFF_FFFF), DType::U64, span);
         let bin =
             |me: &mut Self, op: BBin, x: Value, y: Value| me.emit(Opcode::Binary(op), vec![x, y], t, span);
         let (a_lo, a_hi) = (bin(self, BBin::And, a, low), bin(self, BBin::Shr, a, k32));
@@ -200,12 +200,6 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         let hi = bin(self, BBin::Add, hi_hi, top);
         let cross_hi = bin(self, BBin::Shr, cross, k32);
         bin(self, BBin::Add, hi, cross_hi)
-    }
-
-    /// A constant `k` of dtype `d` with `shape`.
-    fn typed_const(&mut self, k: i128, d: DType, shape: lnc_bir::Shape, span: Span) -> Value {
-        let c = self.const_of(&Cv::Int(k), d, span);
-        self.splat(c, shape, span)
     }
 
     fn op(&mut self, op: BinOp, a: &Val, b: &Val, span: Span) -> R<Val> {

@@ -428,13 +428,7 @@ impl<'a> Lowerer<'a> {
         inst: Option<bir::Inst>,
         isolated: bool,
     ) -> Result<(), TileError> {
-        let repeated = self.repeated_reads(sink);
-        if !repeated.is_empty() {
-            for v in repeated {
-                self.ensure_materialized(v)?;
-            }
-            self.flush()?;
-        }
+        self.keep_repeated_reads(&[sink])?;
         let must_flush = match &self.sched.last().expect("a region").group {
             None => false,
             Some(g) => {
@@ -503,6 +497,19 @@ impl<'a> Lowerer<'a> {
         let results = self.bf.inst(i).results.clone();
         self.cur().tainted.extend(results);
         Ok(())
+    }
+
+    /// Computes the [`Lowerer::repeated_reads`] of `sinks` into scratch, in loops of their
+    /// own emitted before the sinks'.
+    fn keep_repeated_reads(&mut self, sinks: &[Sink]) -> Result<(), TileError> {
+        let repeated: Vec<bir::Value> = sinks.iter().flat_map(|&s| self.repeated_reads(s)).collect();
+        if repeated.is_empty() {
+            return Ok(());
+        }
+        for v in repeated {
+            self.ensure_materialized(v)?;
+        }
+        self.flush()
     }
 
     /// The blocks that read memory and that `sink`'s loop would read again for every
@@ -812,16 +819,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let mut repeated = Vec::new();
-        for &sink in by_shape.iter().flat_map(|(_, sinks)| sinks) {
-            repeated.extend(self.repeated_reads(sink));
-        }
-        if !repeated.is_empty() {
-            for v in repeated {
-                self.ensure_materialized(v)?;
-            }
-            self.flush()?;
-        }
+        let sinks: Vec<Sink> = by_shape.iter().flat_map(|(_, sinks)| sinks.iter().copied()).collect();
+        self.keep_repeated_reads(&sinks)?;
         let mut written: Vec<u32> = Vec::new();
         for (shape, sinks) in by_shape {
             let mut reads_written = false;
