@@ -753,6 +753,12 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             memory::codegen_store(fx, access, data.args[2], mask, stream)?;
             return Ok(());
         }
+        Opcode::LineGap => {
+            nargs(1)?;
+            let p = fx.scalar(data.args[0])?;
+            let size = fx.f.ty(data.args[0]).dtype().size();
+            CVal::Scalar(line_gap(fx, p, size))
+        }
         Opcode::StreamOk => {
             nargs(2)?;
             let (p, n) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?);
@@ -1224,6 +1230,18 @@ fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32) -> Value 
     let limit = fx.bcx.ins().f64const(threshold as f64);
     let large = fx.bcx.ins().fcmp(ir::condcodes::FloatCC::GreaterThanOrEqual, bytes, limit);
     fx.bcx.ins().band(aligned, large)
+}
+
+/// `line_gap`: elements of `size` bytes from `ptr` to the next 64-byte boundary, or -1
+/// when `ptr` is not a multiple of `size`.
+fn line_gap(fx: &mut FunctionCx, ptr: Value, size: u32) -> Value {
+    let misaligned = fx.bcx.ins().band_imm_u(ptr, i64::from(size) - 1);
+    let bytes = fx.bcx.ins().ineg(ptr);
+    let bytes = fx.bcx.ins().band_imm_u(bytes, 63);
+    let elems = fx.bcx.ins().ushr_imm_u(bytes, i64::from(size.trailing_zeros()));
+    let elems = fx.bcx.ins().ireduce(types::I32, elems);
+    let none = fx.bcx.ins().iconst(types::I32, -1);
+    fx.bcx.ins().select(misaligned, none, elems)
 }
 
 fn codegen_while(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {

@@ -166,8 +166,9 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> Dense {
     }
     let groups = hoistable(fx, l);
     let mut out: Dense = Vec::new();
-    // Chained checks add `k` in the loops' type: widened offsets keep their own.
-    for g in groups.iter().filter(|g| !g.wide) {
+    // Chained checks add `k` in the loops' type: widened offsets keep their own; so do
+    // clamped indices, which a chain's range of `iv` need not cover.
+    for g in groups.iter().filter(|g| !g.wide && g.clamp.is_none()) {
         let key = (g.ptr, g.site, g.size, g.add);
         let only = groups.iter().filter(|h| (h.ptr, h.site, h.size, h.add) == key).count() == 1;
         if only && g.lo == 0 && g.hi + g.lanes as i64 == step {

@@ -44,6 +44,9 @@ pub(crate) struct Hoisted {
     /// The offset is `i64(iv + c) + k` of a 32-bit `iv` (`off + tl.arange(...)` with a
     /// 64-bit `off`): `lo`/`hi` are added before widening, as the body computes them.
     pub(crate) wide: bool,
+    /// The body indexes by `min(iv, t)` instead of `iv` (`t` defined before the loop): the
+    /// first and last values of `iv` are clamped at `t` too.
+    pub(crate) clamp: Option<lir::Value>,
 }
 
 /// The accesses of `for` instruction `l` whose checks can be hoisted (and were not
@@ -62,6 +65,21 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
     let mut shifted: Vec<(lir::Value, lir::Value)> = Vec::new();
     // `i64(iv + c)` (`c` a constant, 0 for `iv`) of a 32-bit `iv`, and those plus `k`.
     let narrow = f.ty(iv) == Ty::Scalar(DType::I32);
+    // A body that starts with `m = min(iv, t)`, `t` defined before the loop, indexes by
+    // `m` (lnc-tile's `stream` moves a loop's last iteration back so): `m` runs over the
+    // values of `iv` clamped at `t`, a range as contiguous as theirs.
+    let (iv, clamp) = match region.insts.first().map(|&i| &f.insts[i]) {
+        Some(d)
+            if d.opcode == Opcode::Binary(BinOp::Min)
+                && narrow
+                && d.args[0] == iv
+                && d.args[1] != iv
+                && fx.is_defined(d.args[1]) =>
+        {
+            (d.results[0], Some(d.args[1]))
+        }
+        _ => (iv, None),
+    };
     let mut widened: Vec<(lir::Value, i64)> = Vec::new();
     let mut wide_shifted: Vec<(lir::Value, i64, lir::Value)> = Vec::new();
     let mut out = Vec::new();
@@ -136,6 +154,7 @@ pub(crate) fn hoistable(fx: &FunctionCx, l: lir::Inst) -> Vec<Hoisted> {
                     lanes,
                     size,
                     wide,
+                    clamp,
                 };
                 if let Some((add, c)) = wide {
                     // One check each: their ranges are joined in the loop's type only.
@@ -249,6 +268,11 @@ pub(crate) fn emit_loop_entry(
         // range spans less than 2^35 bytes, so its addresses are contiguous modulo 2^64
         // and the check of its ends is exact.
         let (mut first_off, mut last_off) = (lb, last);
+        if let Some(t) = a.clamp {
+            let t = fx.scalar(t)?;
+            first_off = fx.bcx.ins().smin(first_off, t);
+            last_off = fx.bcx.ins().smin(last_off, t);
+        }
         if a.lo != 0 {
             first_off = fx.bcx.ins().iadd_imm_s(first_off, a.lo);
         }

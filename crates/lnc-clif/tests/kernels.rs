@@ -1108,3 +1108,98 @@ fn loop_indices_that_cannot_wrap_run_in_i64() {
         }
     }
 }
+
+/// `G[i] = line_gap(X + i)` for `i` in `0..n` (slots: X: *d, G: *i32, n).
+fn line_gap_kernel(d: DType) -> Function {
+    let mut b = B::new("gaps");
+    let x = b.ptr(0, d);
+    let g = b.ptr(1, DType::I32);
+    let n = b.arg(2, Ty::Scalar(DType::I32));
+    let sg = b.site(1);
+    let (zero, one) = (b.i32(0), b.i32(1));
+    b.for_(zero, n, one, &[], |b, i, _| {
+        let p = b.ptr_add(x, i);
+        let gap = b.val(Opcode::LineGap, &[p], Ty::Scalar(DType::I32));
+        b.store(Addressing::Scalar, g, i, gap, None, sg);
+        vec![]
+    });
+    b.finish()
+}
+
+#[test]
+fn line_gap_counts_elements_to_the_next_line() {
+    for d in [DType::F32, DType::F64, DType::F16, DType::I8] {
+        let size = d.size() as usize;
+        let f = line_gap_kernel(d);
+        for opts in &MODES {
+            let k = compile_ok(&f, opts);
+            // The pointer at every byte of a line, element-aligned or not (-1).
+            for shift in 0..64usize {
+                let n = 40usize;
+                let mut xb = vec![0u8; 64 + shift + n * size];
+                let base = xb.as_mut_ptr() as usize;
+                let start = base.next_multiple_of(64) - base + shift;
+                let mut gaps = vec![i32::MIN; n];
+                let xs = slot(&mut xb[start..]);
+                run(&k, [1, 1, 1], &[xs, slot(&mut gaps), scalar(pack_int(n as i64))], None)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for (i, &got) in gaps.iter().enumerate() {
+                    let addr = shift + i * size;
+                    let want =
+                        if !addr.is_multiple_of(size) { -1 } else { ((64 - addr % 64) % 64 / size) as i32 };
+                    assert_eq!(got, want, "{d:?}, byte {addr} of a line");
+                }
+            }
+        }
+    }
+}
+
+/// `for iv = 0 to n step 8 { m = min(iv, t); Y[m .. m + 8) = 1 }` (slots: Y: *fp32, n, t):
+/// a loop whose last iteration lnc-tile's `stream` moves back (`t = n - 8`), its bounds
+/// check hoisted over the clamped range.
+fn clamped_kernel() -> Function {
+    let mut b = B::new("clamped");
+    let y = b.ptr(0, DType::F32);
+    let n = b.arg(1, Ty::Scalar(DType::I32));
+    let t = b.arg(2, Ty::Scalar(DType::I32));
+    let sy = b.site(0);
+    let (zero, eight, four) = (b.i32(0), b.i32(8), b.i32(4));
+    let one = b.float(DType::F32, 1.0);
+    let ones = b.splat(one, 4);
+    b.for_(zero, n, eight, &[], |b, iv, _| {
+        let m = b.bin(BinOp::Min, iv, t);
+        b.store(Addressing::Contiguous, y, m, ones, None, sy);
+        let m4 = b.bin(BinOp::Add, m, four);
+        b.store(Addressing::Contiguous, y, m4, ones, None, sy);
+        vec![]
+    });
+    b.finish()
+}
+
+#[test]
+fn clamped_indices_are_checked_over_their_range() {
+    let f = clamped_kernel();
+    for checked in [true, false] {
+        let k = compile_ok(&f, &CodegenOptions { checked, emit_text: false, ..Default::default() });
+        // 20 elements: iterations at 0, 8 and 16 clamped to 12, the last overlapping.
+        let mut buf = vec![0.0f32; 20];
+        run(&k, [1, 1, 1], &[slot(&mut buf), scalar(pack_int(20)), scalar(pack_int(12))], None).unwrap();
+        assert!(buf.iter().all(|&v| v == 1.0), "{buf:?}");
+        if !checked {
+            continue;
+        }
+        // A clamp below the loop's start or past the buffer is out of bounds, though the
+        // unclamped range [0, 24) would not show it the first way.
+        for (t, offset) in [(-4i64, -4i64), (16, 20)] {
+            let mut buf = vec![0.0f32; 20];
+            let r = run(&k, [1, 1, 1], &[slot(&mut buf), scalar(pack_int(20)), scalar(pack_int(t))], None);
+            let fault = Fault { site: 0, arg: 0, offset };
+            assert_eq!(
+                r,
+                Err(LaunchError::Fault { status: Status::OutOfBounds, pid: [0, 0, 0], fault }),
+                "t = {t}"
+            );
+            assert!(buf.iter().all(|&v| v == 0.0), "t = {t}: checked before the loop ran: {buf:?}");
+        }
+    }
+}

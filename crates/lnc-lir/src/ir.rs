@@ -156,6 +156,11 @@ pub enum Opcode {
     /// not stay in the cache anyway and reading each line before overwriting it (what a
     /// cached store costs) would only waste memory bandwidth.
     StreamOk,
+    /// `(ptr) -> i32`: how many elements of the pointee's dtype lie between `ptr` and the
+    /// next 64-byte boundary (a cache line; 0 when `ptr` is on one), or -1 when `ptr` is
+    /// not aligned to its element size. Lets a loop stream only whole lines (module
+    /// `stream` of lnc-tile).
+    LineGap,
     /// `(ptr, offset, value [, mask]) -> old`: seq-cst read-modify-write per lane.
     Atomic {
         /// Kind.
@@ -455,6 +460,7 @@ impl Opcode {
                 | Opcode::ScratchLoad(_)
                 | Opcode::ReduceLanes(_)
                 | Opcode::StreamOk
+                | Opcode::LineGap
         )
     }
 
@@ -507,6 +513,7 @@ impl Opcode {
             Opcode::RowLoad { .. } => "row_load",
             Opcode::RowStore { .. } => "row_store",
             Opcode::StreamOk => "stream_ok",
+            Opcode::LineGap => "line_gap",
             Opcode::Prefetch => "prefetch",
             Opcode::ReduceLanes(_) => "reduce_lanes",
             Opcode::For => "for",

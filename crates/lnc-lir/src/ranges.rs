@@ -83,6 +83,12 @@ impl Ranges {
             {
                 (0, a(0).1)
             }
+            // `x & m` with a constant `m ≥ 0` keeps bits of `m` only.
+            Opcode::Binary(BinOp::And) if const_int(f, d.args[1]).is_some_and(|m| m >= 0) => {
+                (0, const_int(f, d.args[1]).unwrap_or(0) as i128)
+            }
+            Opcode::Select => (a(1).0.min(a(2).0), a(1).1.max(a(2).1)),
+            Opcode::LineGap => (-1, 63),
             Opcode::Cast if f.ty(d.args[0]).dtype().is_int() => a(0),
             _ => return,
         };

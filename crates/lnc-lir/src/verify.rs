@@ -736,6 +736,15 @@ impl<'a> Verifier<'a> {
                     );
                 }
             }
+            Opcode::LineGap => {
+                if !self.counts(i, 1, 1) {
+                    return;
+                }
+                let (p, r) = (self.ty(args[0]), self.res(i, 0));
+                if !(matches!(p, Ty::Ptr(_)) && r == Ty::Scalar(DType::I32)) {
+                    self.err(Some(i), format!("`line_gap` takes a pointer to i32, found {p} -> {r}"));
+                }
+            }
             Opcode::StreamOk => {
                 if !self.counts(i, 2, 1) {
                     return;

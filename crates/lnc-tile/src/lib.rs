@@ -39,7 +39,7 @@
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
 //! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
-//! emission → half rows → masks to bounds → accumulators → streaming stores → prefetches →
+//! emission → half rows → masks to bounds → accumulators → prefetches → streaming stores →
 //! dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
 
@@ -152,11 +152,13 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
         bounds::run(&mut lir);
     }
     accum::run(&mut lir, opts.unroll);
-    if opts.stream {
-        stream::run(&mut lir);
-    }
+    // Prefetches first: the streaming pass may split a host loop in three, and its copies
+    // keep the prefetches.
     if opts.prefetch {
         prefetch::run(&mut lir);
+    }
+    if opts.stream {
+        stream::run(&mut lir);
     }
     dce::run(&mut lir);
     if cfg!(debug_assertions)

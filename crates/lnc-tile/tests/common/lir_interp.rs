@@ -275,8 +275,22 @@ pub enum Stop {
     Assert(u32),
 }
 
+/// How a launch's stores met the cache lines (64 bytes, buffers starting on one, as
+/// `line_gap` assumes here): the elements each program stored last by streaming
+/// (non-temporal) and by cached stores, and the lines a program wrote both ways.
+#[derive(Debug, Default)]
+pub struct Lines {
+    pub streamed: usize,
+    pub cached: usize,
+    pub mixed: Vec<(usize, i64)>,
+}
+
 struct Machine<'a> {
     f: &'a Function,
+    /// Per line (buffer, index) the program wrote: (streamed, cached).
+    lines: HashMap<(usize, i64), (bool, bool)>,
+    /// Per element (buffer, index) the program wrote: whether streamed.
+    stored: HashMap<(usize, i64), bool>,
     vals: HashMap<Value, V>,
     scratch: Vec<Vec<S>>,
     pid: [u32; 3],
@@ -346,8 +360,20 @@ impl Machine<'_> {
             })),
             Opcode::ProgramId(ax) => Some(V::S(S::I(self.pid[ax as usize] as i64))),
             Opcode::NumPrograms(ax) => Some(V::S(S::I(self.grid[ax as usize] as i64))),
-            // Whether stores bypass the caches does not change what they store.
-            Opcode::StreamOk => Some(V::S(S::I(1))),
+            // Whether stores bypass the caches does not change what they store: every
+            // launch is large enough here, and the pointer must be 16-byte aligned (the
+            // buffers start on a line).
+            Opcode::StreamOk => {
+                let size = f.ty(data.args[0]).dtype().size() as i64;
+                let S::P(_, offset) = a[0].s() else { panic!("stream_ok of a non-pointer") };
+                Some(V::S(S::I((offset * size % 16 == 0) as i64)))
+            }
+            // Buffers start on a line here: the gap follows from the element offset.
+            Opcode::LineGap => {
+                let size = f.ty(data.args[0]).dtype().size() as i64;
+                let S::P(_, offset) = a[0].s() else { panic!("line_gap of a non-pointer") };
+                Some(V::S(S::I((-(offset * size)).rem_euclid(64) / size)))
+            }
             // A hint: no effect a program can see.
             Opcode::Prefetch => None,
             Opcode::Splat => Some(V::T(vec![a[0].s(); lanes])),
@@ -397,12 +423,24 @@ impl Machine<'_> {
                     .collect();
                 Some(if rty.unwrap().is_tile() { V::T(vals) } else { V::S(vals[0]) })
             }
-            Opcode::Store { addr, has_mask, .. } => {
+            Opcode::Store { addr, has_mask, stream, .. } => {
                 let n = f.ty(data.args[2]).lanes() as usize;
+                let size = f.ty(data.args[2]).dtype().size() as i64;
                 let addrs = self.addresses(addr, a[0].s(), &a[1], n);
+                let nt = stream && int(a[3 + has_mask as usize].s()) != 0;
+                if let (true, Some(&(_, o))) = (nt, addrs.first()) {
+                    assert_eq!(o * size % 16, 0, "a streaming store at element {o} is not 16-byte aligned");
+                }
                 for (k, (b, o)) in addrs.into_iter().enumerate() {
                     if !has_mask || int(lane(&a[3], k)) != 0 {
                         write(&mut self.bufs[b], o, lane(&a[2], k));
+                        let line = self.lines.entry((b, o * size / 64)).or_default();
+                        if nt {
+                            line.0 = true;
+                        } else {
+                            line.1 = true;
+                        }
+                        self.stored.insert((b, o), nt);
                     }
                 }
                 None
@@ -588,11 +626,24 @@ impl Machine<'_> {
 
 /// Runs every program of `grid`, in order, on `bufs`.
 pub fn run_grid(f: &Function, grid: [u32; 3], args: &[ArgValue], bufs: &mut [Buffer]) -> Result<(), Stop> {
+    run_grid_lines(f, grid, args, bufs).map(|_| ())
+}
+
+/// [`run_grid`], also telling how the stores met the cache lines.
+pub fn run_grid_lines(
+    f: &Function,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    bufs: &mut [Buffer],
+) -> Result<Lines, Stop> {
+    let mut out = Lines::default();
     for z in 0..grid[2] {
         for y in 0..grid[1] {
             for x in 0..grid[0] {
                 let mut m = Machine {
                     f,
+                    lines: HashMap::new(),
+                    stored: HashMap::new(),
                     vals: HashMap::new(),
                     scratch: f.scratch.iter().map(|s| vec![S::P(usize::MAX, 0); s.len as usize]).collect(),
                     pid: [x, y, z],
@@ -621,8 +672,14 @@ pub fn run_grid(f: &Function, grid: [u32; 3], args: &[ArgValue], bufs: &mut [Buf
                         .collect(),
                 };
                 m.block(&body, vec![])?;
+                out.streamed += m.stored.values().filter(|&&nt| nt).count();
+                out.cached += m.stored.values().filter(|&&nt| !nt).count();
+                let mut mixed: Vec<(usize, i64)> =
+                    m.lines.iter().filter(|(_, v)| v.0 && v.1).map(|(&l, _)| l).collect();
+                mixed.sort_unstable();
+                out.mixed.extend(mixed);
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
