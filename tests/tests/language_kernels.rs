@@ -68,6 +68,9 @@ const OWN_TESTS: &[(&str, &str)] = &[
     // `tests/tests/dot.rs`: against float64 (exact integer) references.
     ("tests/kernels/dot.py", "matmul_kernel"),
     ("tests/kernels/dot.py", "block_dot"),
+    // `tests/tests/fma.rs`: bit for bit against Rust's `mul_add`.
+    ("tests/kernels/fma.py", "fma_blocks"),
+    ("tests/kernels/fma.py", "fma_mixed"),
 ];
 
 const DOT_HELPERS: &[(&str, &str)] = &[("tests/kernels/dot.py", "leaky_relu")];

@@ -590,6 +590,16 @@ impl Exec<'_> {
                 let (c, a, b) = (self.get(i, args[0])?, self.get(i, args[1])?, self.get(i, args[2])?);
                 (0..c.len()).map(|k| if c[k] != S::I(0) { a[k] } else { b[k] }).collect()
             }
+            Opcode::Fma => {
+                let (a, b, c) = (self.get(i, args[0])?, self.get(i, args[1])?, self.get(i, args[2])?);
+                let d = self.dtype(data.results[0]);
+                (0..a.len())
+                    .map(|k| match (a[k], b[k], c[k]) {
+                        (S::F(x), S::F(y), S::F(z)) => Ok(S::F(fma(d, x, y, z))),
+                        _ => Err(self.elem_error(i, ElemError::Unsupported("fma of integers"))),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             Opcode::Cast => {
                 let a = self.get(i, args[0])?;
                 let (from, to) = (self.dtype(args[0]), self.dtype(data.results[0]));
@@ -1025,6 +1035,15 @@ fn float_binary(op: BinOp, d: DType, a: f64, b: f64) -> Result<f64, ElemError> {
         _ => in_f32(d, f32_binary(op, a as f32, b as f32)),
     }
     .ok_or(ElemError::Unsupported("integer operation on floats"))
+}
+
+/// `x · y + z` rounded once to `d` (`fp16`/`bf16`: once to `fp32`, then to `d`, as the
+/// JIT computes it).
+pub fn fma(d: DType, x: f64, y: f64, z: f64) -> f64 {
+    match d {
+        DType::F64 => x.mul_add(y, z),
+        _ => d.round_float(f64::from((x as f32).mul_add(y as f32, z as f32))),
+    }
 }
 
 fn unary(op: UnOp, d: DType, a: S) -> Result<S, ElemError> {

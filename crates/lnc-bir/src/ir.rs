@@ -214,6 +214,9 @@ pub enum Opcode {
     Unary(UnOp),
     /// `(cond, a, b) -> c`: elementwise `cond ? a : b`.
     Select,
+    /// `(a, b, c) -> d`: elementwise fused multiply-add `a · b + c`, rounded once (floats
+    /// of one type; `fp16`/`bf16` computed in `fp32`, then rounded to their type).
+    Fma,
     /// `(a) -> b`: elementwise numeric conversion to the result dtype (Triton's `.to`).
     Cast,
     /// `(a) -> b`: reinterpretation of the bits as the result dtype (same width).

@@ -406,6 +406,7 @@ impl<'s> Parser<'s> {
                 h(Opcode::Cmp(op), self.plain_operands()?)
             }
             "select" => h(Opcode::Select, self.plain_operands()?),
+            "fma" => h(Opcode::Fma, self.plain_operands()?),
             "cast" => h(Opcode::Cast, self.plain_operands()?),
             "bitcast" => h(Opcode::Bitcast, self.plain_operands()?),
             "ptr_add" => h(Opcode::PtrAdd, self.plain_operands()?),

@@ -305,6 +305,7 @@ impl Opcode {
             Opcode::Cmp(_) => "cmp",
             Opcode::Unary(op) => op.name(),
             Opcode::Select => "select",
+            Opcode::Fma => "fma",
             Opcode::Cast => "cast",
             Opcode::Bitcast => "bitcast",
             Opcode::PtrAdd => "ptr_add",

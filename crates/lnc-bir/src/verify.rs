@@ -514,6 +514,19 @@ impl<'a> Verifier<'a> {
                     format!("select operands and result must have one type, found {a}, {b} -> {r}")
                 });
             }
+            Opcode::Fma => {
+                if !self.counts(i, 3, 1) {
+                    return;
+                }
+                let (a, b, c, r) =
+                    (self.ty(args[0]), self.ty(args[1]), self.ty(args[2]), self.ty(data.results[0]));
+                self.check(a == b && b == c && c == r, i, || {
+                    format!("fma operands and result must have one type, found {a}, {b}, {c} -> {r}")
+                });
+                self.check(r.num_dtype().is_some_and(|d| d.is_float()), i, || {
+                    format!("`fma` needs floats, found {r}")
+                });
+            }
             Opcode::Cast | Opcode::Bitcast => {
                 if !self.counts(i, 1, 1) {
                     return;

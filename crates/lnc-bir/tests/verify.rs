@@ -38,6 +38,10 @@ fn valid_functions_verify() {
     }
     let ok = kernel("  %5 = arange 0, 8 : <8xi32>\n");
     verify(&parse_function(&ok).unwrap()).unwrap();
+    let fma = kernel("  %5 = fma %2, %2, %2 : fp32\n");
+    let f = parse_function(&fma).unwrap();
+    verify(&f).unwrap();
+    assert!(lnc_bir::print::print_function(&f).contains("%5 = fma %2, %2, %2 : fp32"));
 }
 
 #[test]
@@ -207,6 +211,11 @@ fn elementwise() {
     text_error(&format!("{ar}  %6 = cmp lt %5, %5 : <8xi32>\n"), "cmp result must be <8xi1>, found <8xi32>");
     text_error("  %5 = select %1, %2, %2 : fp32\n", "select condition must be i1, found i32");
     text_error("  %5 = select %4, %1, %2 : fp32\n", "select operands and result must have one type");
+    text_error("  %5 = fma %1, %1, %1 : i32\n", "`fma` needs floats, found i32");
+    text_error(
+        "  %5 = fma %2, %2, %1 : fp32\n",
+        "fma operands and result must have one type, found fp32, fp32, i32",
+    );
     text_error("  %5 = bitcast %1 : fp64\n", "bitcast between types of different widths (i32 and fp64)");
     text_error("  %5 = cast %0 : i64\n", "`cast` converts numbers only, found *fp32 -> i64");
     text_error(&format!("{ar}  %6 = cast %5 : fp32\n"), "`cast` changes the shape: <8xi32> -> fp32");

@@ -710,6 +710,10 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(3)?;
             num::codegen_select(fx, data.args[0], data.args[1], data.args[2], result(1)?)?
         }
+        Opcode::Fma => {
+            nargs(3)?;
+            num::codegen_fma(fx, [data.args[0], data.args[1], data.args[2]], result(1)?)?
+        }
         Opcode::Cast => {
             nargs(1)?;
             num::codegen_cast(fx, data.args[0], result(1)?)?

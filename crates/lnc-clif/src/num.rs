@@ -255,6 +255,23 @@ pub(crate) fn codegen_fused_sub(
     })
 }
 
+/// `a · b + c` rounded once: one `vfmadd` per vector where the host has FMA (Cranelift
+/// calls `fmaf`/`fma` per lane otherwise); `fp16`/`bf16` in `f32`, rounded to their type.
+pub(crate) fn codegen_fma(
+    fx: &mut FunctionCx,
+    [a, b, c]: [lir::Value; 3],
+    ty: Ty,
+) -> Result<CVal, CodegenError> {
+    let d = ty.dtype();
+    if !d.is_float() {
+        return Err(CodegenError::InvalidIr(format!("an fma of {d}")));
+    }
+    lanewise(fx, ty, per_for(d, true), &[a, b, c], |fx, v| {
+        let r = fx.bcx.ins().fma(v[0], v[1], v[2]);
+        Ok(half::round_value(fx, d, r))
+    })
+}
+
 /// A constant of the lane type of `like` (scalar or vector), splatted for vectors.
 fn const_like(bcx: &mut FunctionBuilder, like: Type, c: lir::Const) -> Result<Value, CodegenError> {
     let lane = like.lane_type();

@@ -79,6 +79,8 @@ pub(crate) enum Builtin {
     /// `tl.randint`, `tl.rand`, `tl.randn` and their `4x` forms.
     Random(RandomFn),
     Umulhi,
+    /// `tl.fma(x, y, z)`: `x · y + z` rounded once.
+    Fma,
     Dot,
 }
 
@@ -138,6 +140,7 @@ pub(crate) const TL_NAMES: &[&str] = &[
     "randn",
     "randn4x",
     "umulhi",
+    "fma",
     "dot",
     "range",
     "static_range",
@@ -187,7 +190,6 @@ pub(crate) const KNOWN_UNSUPPORTED: &[&str] = &[
     "advance",
     "make_tensor_descriptor",
     "inline_asm_elementwise",
-    "fma",
     "clamp",
     "erf",
     "sqrt_rn",
@@ -268,6 +270,7 @@ impl Builtin {
             "maximum" => Builtin::Maximum,
             "minimum" => Builtin::Minimum,
             "umulhi" => Builtin::Umulhi,
+            "fma" => Builtin::Fma,
             _ => return None,
         })
     }
@@ -370,6 +373,7 @@ impl Builtin {
             Builtin::PyPrint => "print",
             Builtin::Random(f) => f.name(),
             Builtin::Umulhi => "tl.umulhi",
+            Builtin::Fma => "tl.fma",
             Builtin::Dot => "tl.dot",
         }
     }
@@ -534,6 +538,12 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                     }
                 }
                 self.binary(BinOp::Div, x, y, span)
+            }
+            Builtin::Fma => {
+                let a = self.bind(name, &["x", "y", "z"], 3, args)?;
+                let (x, y, z) =
+                    (a[0].clone().ok_or(Failed)?, a[1].clone().ok_or(Failed)?, a[2].clone().ok_or(Failed)?);
+                self.fma(x, y, z, span)
             }
             Builtin::Maximum | Builtin::Minimum => {
                 let a = self.bind(name, &["x", "y", "propagate_nan"], 2, args)?;
@@ -900,6 +910,36 @@ impl<'a, 'f> Lowerer<'a, 'f> {
     }
 
     /// `tl.maximum` / `tl.minimum`: operands as runtime values (bf16 computed in fp32).
+    /// `tl.fma(x, y, z)`: the operands promoted and broadcast together as Triton's binary
+    /// operators do, pairwise; floats only (Cranelift's `fma`, one `vfmadd` per vector).
+    /// Triton's GPU code fuses it; its CPU interpreter multiplies and adds separately.
+    fn fma(&mut self, x: Opnd, y: Opnd, z: Opnd, span: Span) -> R<Val> {
+        let name = "tl.fma";
+        for o in [&x, &y, &z] {
+            if let Val::Tensor(v) = o.v
+                && matches!(self.ty(v).elem, Elem::Ptr(_))
+            {
+                return self.ptr_not_allowed(name, v, o.span);
+            }
+        }
+        let (x1, y1, _) = self.numeric_pair(&x, &y, false, name, span)?;
+        let (x2, z1, d) = self.numeric_pair(&Opnd::new(Val::Tensor(x1), x.span), &z, false, name, span)?;
+        if !d.is_float() {
+            let e = Diagnostic::error(
+                format!("`{name}` needs floating-point operands, got {}", d.tl_name()),
+                span,
+                "",
+            )
+            .with_label(x.span, "")
+            .with_help("convert first, e.g. `x.to(tl.float32)`");
+            return self.fail(e);
+        }
+        let y2 = self.cast(y1, d, y.span);
+        let (y3, x3) = self.broadcast_pair((y2, y.span), (x2, x.span), span)?;
+        let t = self.ty(x3);
+        Ok(Val::Tensor(self.emit(Opcode::Fma, vec![x3, y3, z1], t, span)))
+    }
+
     fn min_max(&mut self, max: bool, x: Opnd, y: Opnd, span: Span) -> R<Val> {
         let name = if max { "tl.maximum" } else { "tl.minimum" };
         let mut ops = Vec::new();

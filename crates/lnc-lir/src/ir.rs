@@ -113,6 +113,9 @@ pub enum Opcode {
     Unary(UnOp),
     /// `(cond, a, b) -> c`: lanewise for tiles (cond a tile of i1 or a scalar i1).
     Select,
+    /// `(a, b, c) -> d`: fused multiply-add `a · b + c`, rounded once; floats of one type
+    /// (scalars or tiles), `fp16`/`bf16` computed in `fp32` and rounded to their type.
+    Fma,
     /// `(a) -> b`: numeric conversion to the result's dtype, lanewise.
     Cast,
     /// `(a) -> b`: same bits, another dtype of the same width.
@@ -454,6 +457,7 @@ impl Opcode {
                 | Opcode::Cmp(_)
                 | Opcode::Unary(_)
                 | Opcode::Select
+                | Opcode::Fma
                 | Opcode::Cast
                 | Opcode::Bitcast
                 | Opcode::PtrAdd
@@ -501,6 +505,7 @@ impl Opcode {
             Opcode::Cmp(_) => "cmp",
             Opcode::Unary(op) => op.name(),
             Opcode::Select => "select",
+            Opcode::Fma => "fma",
             Opcode::Cast => "cast",
             Opcode::Bitcast => "bitcast",
             Opcode::PtrAdd => "ptr_add",

@@ -626,6 +626,15 @@ impl<'a> Verifier<'a> {
                     _ => {}
                 }
             }
+            Opcode::Fma => {
+                if !self.counts(i, 3, 1) {
+                    return;
+                }
+                let (a, b, c, r) = (self.ty(args[0]), self.ty(args[1]), self.ty(args[2]), self.res(i, 0));
+                if !(a == b && b == c && c == r && r.dtype().is_float() && !matches!(r, Ty::Ptr(_))) {
+                    self.err(Some(i), format!("`fma` needs floats of one type, found {a}, {b}, {c} -> {r}"));
+                }
+            }
             Opcode::Select => {
                 if !self.counts(i, 3, 1) {
                     return;

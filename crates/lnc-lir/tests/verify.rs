@@ -390,6 +390,18 @@ fn select_condition_has_the_result_lanes() {
 }
 
 #[test]
+fn fma_needs_floats_of_one_type() {
+    rejects("`fma` needs floats of one type", |b, _, _, n| {
+        b.value(Opcode::Fma, vec![n, n, n], I32, S);
+    });
+    rejects("`fma` needs floats of one type", |b, _, _, _| {
+        let f = b.const_float(DType::F32, 1.0, S);
+        let t = tile(b, f, F32X4);
+        b.value(Opcode::Fma, vec![t, f, t], F32X4, S);
+    });
+}
+
+#[test]
 fn cast_keeps_the_lanes() {
     rejects("converts numbers of equal lanes", |b, _, _, n| {
         b.value(Opcode::Cast, vec![n], F32X4, S);

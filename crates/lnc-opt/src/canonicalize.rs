@@ -201,6 +201,7 @@ fn hoist_splats(
             | Opcode::Cmp(_)
             | Opcode::Unary(_)
             | Opcode::Select
+            | Opcode::Fma
             | Opcode::Cast
             | Opcode::Bitcast
             | Opcode::PtrAdd

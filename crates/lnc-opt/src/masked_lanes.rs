@@ -188,6 +188,11 @@ impl Lint<'_> {
                 combine(inst, a, b, |x, y| Some(f64::from(u8::from(compare(op, x, y)))), Identity::None)
             }
             Opcode::Unary(op) => map_fill(inst, self.get(args[0]), |x| unary(op, x)),
+            // As the product, then the sum (the fill is the same up to rounding).
+            Opcode::Fma => {
+                let product = binary(inst, BinOp::Mul, self.get(args[0]), self.get(args[1]));
+                binary(inst, BinOp::Add, product, self.get(args[2]))
+            }
             Opcode::Cast => {
                 let to = func.ty(data.results[0]).num_dtype();
                 map_fill(inst, self.get(args[0]), |x| Some(cast(to, x)))

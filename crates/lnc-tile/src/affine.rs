@@ -192,6 +192,17 @@ impl Lowerer<'_> {
         Ev::Tile(self.ins(lir::Opcode::Select, vec![c, x, y], ty))
     }
 
+    /// Lanewise fused multiply-add `a · b + c`.
+    pub(crate) fn ev_fma(&mut self, a: Ev, b: Ev, c: Ev, lanes: u8) -> Ev {
+        if let (Ev::Uniform(x), Ev::Uniform(y), Ev::Uniform(z)) = (a, b, c) {
+            let ty = self.lty(x);
+            return Ev::Uniform(self.ins(lir::Opcode::Fma, vec![x, y, z], ty));
+        }
+        let (x, y, z) = (self.tile_of(a, lanes), self.tile_of(b, lanes), self.tile_of(c, lanes));
+        let ty = self.lty(x);
+        Ev::Tile(self.ins(lir::Opcode::Fma, vec![x, y, z], ty))
+    }
+
     /// Lanewise numeric conversion to `to`.
     pub(crate) fn ev_cast(&mut self, a: Ev, to: DType, lanes: u8) -> Ev {
         if self.ev_dtype(a) == to {

@@ -163,6 +163,12 @@ impl Lowerer<'_> {
                 let b = self.eval(data.args[2], p)?;
                 self.ev_select(c, a, b, lanes)
             }
+            bir::Opcode::Fma => {
+                let a = self.eval(data.args[0], p)?;
+                let b = self.eval(data.args[1], p)?;
+                let c = self.eval(data.args[2], p)?;
+                self.ev_fma(a, b, c, lanes)
+            }
             bir::Opcode::Cast => {
                 let a = self.eval(data.args[0], p)?;
                 self.ev_cast(a, d, lanes)

@@ -55,6 +55,7 @@ impl Lowerer<'_> {
             bir::Opcode::Cmp(op) => self.ins(lir::Opcode::Cmp(op), args, ty()),
             bir::Opcode::Unary(op) => self.ins(lir::Opcode::Unary(op), args, ty()),
             bir::Opcode::Select => self.ins(lir::Opcode::Select, args, ty()),
+            bir::Opcode::Fma => self.ins(lir::Opcode::Fma, args, ty()),
             bir::Opcode::Cast => self.cast(args[0], ty()),
             bir::Opcode::Bitcast => self.ins(lir::Opcode::Bitcast, args, ty()),
             bir::Opcode::PtrAdd => {

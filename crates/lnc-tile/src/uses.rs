@@ -45,6 +45,7 @@ pub(crate) fn is_lazy(f: &Function, i: Inst) -> bool {
         | Opcode::Cmp(_)
         | Opcode::Unary(_)
         | Opcode::Select
+        | Opcode::Fma
         | Opcode::Cast
         | Opcode::Bitcast
         | Opcode::PtrAdd

@@ -398,6 +398,17 @@ impl Machine<'_> {
             Opcode::Select => Some(each(lanes, &|k| {
                 if int(lane(&a[0], k)) != 0 { lane(&a[1], k) } else { lane(&a[2], k) }
             })),
+            Opcode::Fma => {
+                let d = rty.unwrap().dtype();
+                Some(each(lanes, &|k| {
+                    S::F(lnc_bir::interp::fma(
+                        d,
+                        float(lane(&a[0], k)),
+                        float(lane(&a[1], k)),
+                        float(lane(&a[2], k)),
+                    ))
+                }))
+            }
             Opcode::Cast => {
                 let (from, to) = (f.ty(data.args[0]).dtype(), rty.unwrap().dtype());
                 Some(each(lanes, &|k| cast(from, to, lane(&a[0], k))))
