@@ -71,6 +71,10 @@ const OWN_TESTS: &[(&str, &str)] = &[
     // `tests/tests/fma.rs`: bit for bit against Rust's `mul_add`.
     ("tests/kernels/fma.py", "fma_blocks"),
     ("tests/kernels/fma.py", "fma_mixed"),
+    // `tests/tests/argmax.rs`: against first-index references (NaN first, ties left).
+    ("tests/kernels/argmax.py", "arg_rows"),
+    ("tests/kernels/argmax.py", "arg_ints"),
+    ("tests/kernels/argmax.py", "arg_2d"),
 ];
 
 const DOT_HELPERS: &[(&str, &str)] = &[("tests/kernels/dot.py", "leaky_relu")];

@@ -79,6 +79,8 @@ pub(crate) enum Builtin {
     /// `tl.randint`, `tl.rand`, `tl.randn` and their `4x` forms.
     Random(RandomFn),
     Umulhi,
+    /// `tl.argmax` (`true`) / `tl.argmin`.
+    ArgReduce(bool),
     /// `tl.fma(x, y, z)`: `x · y + z` rounded once.
     Fma,
     Dot,
@@ -140,6 +142,8 @@ pub(crate) const TL_NAMES: &[&str] = &[
     "randn",
     "randn4x",
     "umulhi",
+    "argmax",
+    "argmin",
     "fma",
     "dot",
     "range",
@@ -174,8 +178,6 @@ pub(crate) const KNOWN_UNSUPPORTED: &[&str] = &[
     "interleave",
     "ravel",
     "flip",
-    "argmax",
-    "argmin",
     "cumsum",
     "cumprod",
     "associative_scan",
@@ -271,6 +273,8 @@ impl Builtin {
             "minimum" => Builtin::Minimum,
             "umulhi" => Builtin::Umulhi,
             "fma" => Builtin::Fma,
+            "argmax" => Builtin::ArgReduce(true),
+            "argmin" => Builtin::ArgReduce(false),
             _ => return None,
         })
     }
@@ -374,6 +378,8 @@ impl Builtin {
             Builtin::Random(f) => f.name(),
             Builtin::Umulhi => "tl.umulhi",
             Builtin::Fma => "tl.fma",
+            Builtin::ArgReduce(true) => "tl.argmax",
+            Builtin::ArgReduce(false) => "tl.argmin",
             Builtin::Dot => "tl.dot",
         }
     }
@@ -457,6 +463,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Builtin::Store => self.store(args),
             Builtin::Where => self.where_(args),
             Builtin::Reduce(op) => self.reduce(op, args),
+            Builtin::ArgReduce(max) => self.arg_reduce(max, args),
             Builtin::Math(op) => {
                 let a = self.bind(name, &["x"], 1, args)?;
                 let x = a[0].clone().ok_or(Failed)?;
@@ -844,7 +851,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         }
     }
 
-    fn ptr_not_allowed<T>(&mut self, name: &str, v: Value, span: Span) -> R<T> {
+    pub(crate) fn ptr_not_allowed<T>(&mut self, name: &str, v: Value, span: Span) -> R<T> {
         let d = Diagnostic::error(format!("`{name}` is not defined on pointers"), span, type_str(self.ty(v)));
         self.fail(d)
     }
@@ -909,7 +916,6 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         Ok(Val::Tensor(self.emit(Opcode::Arange { start: start as i64, end: end as i64 }, vec![], t, span)))
     }
 
-    /// `tl.maximum` / `tl.minimum`: operands as runtime values (bf16 computed in fp32).
     /// `tl.fma(x, y, z)`: the operands promoted and broadcast together as Triton's binary
     /// operators do, pairwise; floats only (Cranelift's `fma`, one `vfmadd` per vector).
     /// Triton's GPU code fuses it; its CPU interpreter multiplies and adds separately.
@@ -940,6 +946,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         Ok(Val::Tensor(self.emit(Opcode::Fma, vec![x3, y3, z1], t, span)))
     }
 
+    /// `tl.maximum` / `tl.minimum`: operands as runtime values (bf16 computed in fp32).
     fn min_max(&mut self, max: bool, x: Opnd, y: Opnd, span: Span) -> R<Val> {
         let name = if max { "tl.maximum" } else { "tl.minimum" };
         let mut ops = Vec::new();
@@ -1310,12 +1317,15 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 None => None,
             }
         } else {
+            if let Some(o) = given(&a[3]) {
+                self.const_bool(o, "`return_indices_tie_break_left`")?;
+            }
             if let Some(o) = given(&a[2])
                 && self.const_bool(o, "`return_indices`")?
             {
-                let e = Diagnostic::error("`return_indices=True` is not supported", o.span, "")
-                    .with_note("Triton's `tl.argmax`/`tl.argmin` are not supported by lnc yet");
-                return self.fail(e);
+                let (m, index) =
+                    self.value_and_index(op == ReduceOp::Max, &x, given(&a[1]), keep, name, span)?;
+                return Ok(Val::tuple(vec![Val::Tensor(m), Val::Tensor(index)]));
             }
             match d {
                 DType::BF16 => Some(DType::F32),

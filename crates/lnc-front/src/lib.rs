@@ -35,6 +35,7 @@
 //! not cause further reports, and returns every independent error it found.
 #![deny(missing_docs)]
 
+mod argmax;
 mod args;
 mod builtins;
 mod consteval;
