@@ -191,3 +191,61 @@ fn argmax_errors_are_located() {
         assert!(e.contains(want) && e.contains("k.py:8:"), "{body}: {e}");
     }
 }
+
+/// What a review against Triton found: the value `return_indices` returns is the element
+/// at the index, of the input's own type (narrow integers wrap as Triton's do; a `-0.0`
+/// there stays `-0.0`), and the method forms `x.argmax(...)`/`x.argmin(...)` exist.
+#[test]
+fn the_value_is_the_element_at_the_index_in_the_input_type() {
+    let jit = lnc::Jit::new();
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def narrow(X, O):
+    x = tl.load(X + tl.arange(0, 4))
+    v, i = tl.max(x, 0, return_indices=True)
+    tl.store(O, (v + v).to(tl.int32))
+    tl.store(O + 1, i)
+
+@triton.jit
+def zeros(X, V, I):
+    x = tl.load(X + tl.arange(0, 4))
+    v, i = tl.max(x, 0, return_indices=True)
+    w, j = tl.min(x, 0, return_indices=True)
+    tl.store(V, v)
+    tl.store(V + 1, w)
+    tl.store(I, i)
+    tl.store(I + 1, j)
+
+@triton.jit
+def methods(X, I):
+    x = tl.load(X + tl.arange(0, 4))
+    tl.store(I, x.argmax(0))
+    tl.store(I + 1, x.argmin(axis=0))
+"#;
+    let m = jit.module("review.py", src).unwrap_or_else(|e| panic!("{e}"));
+    // int8: 100 + 100 wraps to -56 in int8 (widened, it would be 200).
+    let x = vec![100i8, 1, 2, 3];
+    let mut o = vec![0i32; 2];
+    let k = m.kernel("narrow", "*i8,*i32").unwrap_or_else(|e| panic!("{e}"));
+    k.launch(1, &lnc::args![&x, &mut o]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o, [-56, 0]);
+    // Zeros of both signs compare equal: index 0, and the element there.
+    let x = vec![-0.0f32, 0.0, -0.0, 0.0];
+    let (mut v, mut i) = (vec![f32::NAN; 2], vec![-7i32; 2]);
+    let k = m.kernel("zeros", "*fp32,*fp32,*i32").unwrap_or_else(|e| panic!("{e}"));
+    k.launch(1, &lnc::args![&x, &mut v, &mut i]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (v[0].to_bits(), v[1].to_bits(), i.clone()),
+        ((-0.0f32).to_bits(), (-0.0f32).to_bits(), vec![0, 0])
+    );
+    let x = vec![f32::NAN, 3.0, f32::NAN, -1.0];
+    k.launch(1, &lnc::args![&x, &mut v, &mut i]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v[0].is_nan() && v[1].is_nan() && i == [0, 0], "{v:?} {i:?}");
+    let x = vec![1.0f32, 7.0, -2.0, 7.0];
+    let k = m.kernel("methods", "*fp32,*i32").unwrap_or_else(|e| panic!("{e}"));
+    k.launch(1, &lnc::args![&x, &mut i]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(i, [1, 2]);
+}

@@ -12,8 +12,11 @@
 //! is Triton's `tie_break_left=True` and a valid answer for `False` (Triton then returns
 //! any of them). A NaN counts as the extremum, the first one winning, as in NumPy and
 //! PyTorch; Triton's own combine function gives an order-dependent answer there. The
-//! element type is widened as for `tl.max` (`bf16` to `fp32`, integers narrower than 32
-//! bits to 32), and indices are `int32`.
+//! reductions widen the element type as `tl.max` does (`bf16` to `fp32`, integers
+//! narrower than 32 bits to 32); indices are `int32`. With `return_indices=True` the value
+//! returned is the element at the index, a third reduction (the sum of it and `-0.0`s), in
+//! the input's type (`bf16` as `fp32`), as Triton's combine function returns it: the
+//! extremum itself may be a zero of the other sign.
 
 use lnc_bir::{BinOp, CmpOp, DType, Elem, Opcode, ReduceOp, Shape, Type, Value};
 use lnc_diag::{Diagnostic, Span};
@@ -23,6 +26,13 @@ use crate::lower::{Failed, Lowerer, R};
 use crate::value::{Cv, Opnd, Val};
 
 impl<'a, 'f> Lowerer<'a, 'f> {
+    /// `index` (its axis removed) with a size-1 axis inserted again at `axis`.
+    fn keep_axis(&mut self, index: Value, axis: usize, span: Span) -> R<Value> {
+        let t = self.ty(index);
+        let s = t.shape.insert_axis(axis).ok_or(Failed)?;
+        Ok(self.emit(Opcode::ExpandDims(axis as u8), vec![index], t.with_shape(s), span))
+    }
+
     /// `tl.argmax` (`max`) or `tl.argmin`.
     pub(crate) fn arg_reduce(&mut self, max: bool, args: CallArgs) -> R<Val> {
         let span = args.span;
@@ -36,21 +46,24 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             Some(o) => self.const_bool(o, "`keep_dims`")?,
             None => false,
         };
-        let (_, index) = self.value_and_index(max, &x, given(&a[1]), keep, name, span)?;
+        let (_, index) = self.value_and_index(max, &x, given(&a[1]), (keep, false), name, span)?;
         Ok(Val::Tensor(index))
     }
 
-    /// The maximum (`max`) or minimum of `x` along `axis` and the first index where it is,
-    /// each with the size-1 axis kept or removed (`keep`).
+    /// The first index of the maximum (`max`) or minimum of `x` along `axis` and, with
+    /// `want_value`, the element there (as Triton's combine function returns it: of `x`'s
+    /// own type but `bf16`, which becomes `fp32`; `-0.0` where the extremum is a zero of
+    /// either sign at an index holding `-0.0`), each with the size-1 axis kept or removed
+    /// (`keep`).
     pub(crate) fn value_and_index(
         &mut self,
         max: bool,
         x: &Opnd,
         axis: Option<&Opnd>,
-        keep: bool,
+        (keep, want_value): (bool, bool),
         name: &str,
         span: Span,
-    ) -> R<(Value, Value)> {
+    ) -> R<(Option<Value>, Value)> {
         let mut v = self.runtime_value(x)?;
         let t = self.ty(v);
         let Elem::Scalar(d) = t.elem else {
@@ -113,6 +126,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             index = self.emit(Opcode::ExpandDims(k as u8), vec![index], it.with_shape(s), span);
         }
         let index = self.expand_to(index, shape, span);
+        let all_index = index;
         let i32_block = Type::block(Elem::Scalar(DType::I32), shape);
         let bool_block = Type::block(Elem::Scalar(DType::I1), shape);
         let none = self.full_value(shape, &Cv::Int(i128::from(i32::MAX)), DType::I32, span);
@@ -143,12 +157,26 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         } else {
             k
         };
-        let value = if keep {
-            m
-        } else {
-            let vt = t.with_shape(out_shape);
-            self.emit(Opcode::Reduce { op, axis: axis as u8, keep_dims: false }, vec![m], vt, span)
-        };
-        Ok((value, index))
+        if !want_value {
+            return Ok((None, index));
+        }
+        // The element at the index: the sum of that one element and neutral zeros (`-0.0`
+        // keeps every float, `-0.0` and NaN included, exact).
+        let at = if keep { index } else { self.keep_axis(index, axis, span)? };
+        let at = self.expand_to(at, shape, span);
+        let chosen = self.emit(Opcode::Cmp(CmpOp::Eq), vec![all_index, at], bool_block, span);
+        let zero = if wide.is_float() { Cv::Float(-0.0) } else { Cv::Int(0) };
+        let zeros = self.full_value(shape, &zero, wide, span);
+        let picked = self.emit(Opcode::Select, vec![chosen, v, zeros], t, span);
+        let vt = t.with_shape(out_shape);
+        let value = self.emit(
+            Opcode::Reduce { op: ReduceOp::Sum, axis: axis as u8, keep_dims: keep },
+            vec![picked],
+            vt,
+            span,
+        );
+        // Narrow integers were widened for the reduction only.
+        let value = if d.is_int() { self.cast(value, d, span) } else { value };
+        Ok((Some(value), index))
     }
 }

@@ -298,10 +298,9 @@ impl Builtin {
     /// Methods of blocks that forward to a `tl` function (`x.sum(axis=0)`).
     pub(crate) fn member(name: &str) -> Option<Builtin> {
         match name {
-            "sum" | "max" | "min" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log" | "log2" | "sin" | "cos"
-            | "floor" | "ceil" | "abs" | "sigmoid" | "expand_dims" | "broadcast_to" | "cast" => {
-                Builtin::tl(name)
-            }
+            "sum" | "max" | "min" | "argmax" | "argmin" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log"
+            | "log2" | "sin" | "cos" | "floor" | "ceil" | "abs" | "sigmoid" | "fma" | "expand_dims"
+            | "broadcast_to" | "cast" => Builtin::tl(name),
             _ => None,
         }
     }
@@ -1324,7 +1323,8 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 && self.const_bool(o, "`return_indices`")?
             {
                 let (m, index) =
-                    self.value_and_index(op == ReduceOp::Max, &x, given(&a[1]), keep, name, span)?;
+                    self.value_and_index(op == ReduceOp::Max, &x, given(&a[1]), (keep, true), name, span)?;
+                let m = m.ok_or(Failed)?;
                 return Ok(Val::tuple(vec![Val::Tensor(m), Val::Tensor(index)]));
             }
             match d {
