@@ -220,6 +220,12 @@ def zeros(X, V, I):
     tl.store(I + 1, j)
 
 @triton.jit
+def flags(X, I):
+    x = tl.load(X + tl.arange(0, 4)) > 0
+    tl.store(I, tl.argmax(x, 0))
+    tl.store(I + 1, tl.argmin(x, 0))
+
+@triton.jit
 def methods(X, I):
     x = tl.load(X + tl.arange(0, 4))
     tl.store(I, x.argmax(0))
@@ -244,6 +250,11 @@ def methods(X, I):
     let x = vec![f32::NAN, 3.0, f32::NAN, -1.0];
     k.launch(1, &lnc::args![&x, &mut v, &mut i]).unwrap_or_else(|e| panic!("{e}"));
     assert!(v[0].is_nan() && v[1].is_nan() && i == [0, 0], "{v:?} {i:?}");
+    // int1 blocks compare as tl.max does, widened.
+    let x = vec![0.0f32, 2.0, 3.0, -1.0];
+    let k = m.kernel("flags", "*fp32,*i32").unwrap_or_else(|e| panic!("{e}"));
+    k.launch(1, &lnc::args![&x, &mut i]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(i, [1, 0]);
     let x = vec![1.0f32, 7.0, -2.0, 7.0];
     let k = m.kernel("methods", "*fp32,*i32").unwrap_or_else(|e| panic!("{e}"));
     k.launch(1, &lnc::args![&x, &mut i]).unwrap_or_else(|e| panic!("{e}"));

@@ -13,7 +13,7 @@
 //! any of them). A NaN counts as the extremum, the first one winning, as in NumPy and
 //! PyTorch; Triton's own combine function gives an order-dependent answer there. The
 //! reductions widen the element type as `tl.max` does (`bf16` to `fp32`, integers
-//! narrower than 32 bits to 32); indices are `int32`. With `return_indices=True` the value
+//! narrower than 32 bits, `int1` included, to 32); indices are `int32`. With `return_indices=True` the value
 //! returned is the element at the index, a third reduction (the sum of it and `-0.0`s), in
 //! the input's type (`bf16` as `fp32`), as Triton's combine function returns it: the
 //! extremum itself may be a zero of the other sign.
@@ -87,17 +87,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 return self.fail(e);
             }
         };
-        let wide = match d {
-            DType::BF16 => DType::F32,
-            d if d.is_int() && !d.is_bool() && d.bits() < 32 => {
-                if d.is_signed() {
-                    DType::I32
-                } else {
-                    DType::U32
-                }
-            }
-            d => d,
-        };
+        let wide = crate::builtins::extremum_dtype(d);
         v = self.cast(v, wide, x.span);
         let t = self.ty(v);
         let shape = t.shape;
@@ -114,31 +104,30 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         );
         let m_all = self.expand_to(m, shape, span);
         // The index along the axis, as a block of `x`'s shape.
-        let mut index = self.emit(
+        let mut position = self.emit(
             Opcode::Arange { start: 0, end: i64::from(n) },
             vec![],
             Type::block(Elem::Scalar(DType::I32), Shape::d1(n)),
             span,
         );
         for k in (0..rank).filter(|&k| k != axis) {
-            let it = self.ty(index);
+            let it = self.ty(position);
             let s = it.shape.insert_axis(k).ok_or(Failed)?;
-            index = self.emit(Opcode::ExpandDims(k as u8), vec![index], it.with_shape(s), span);
+            position = self.emit(Opcode::ExpandDims(k as u8), vec![position], it.with_shape(s), span);
         }
-        let index = self.expand_to(index, shape, span);
-        let all_index = index;
+        let position = self.expand_to(position, shape, span);
         let i32_block = Type::block(Elem::Scalar(DType::I32), shape);
         let bool_block = Type::block(Elem::Scalar(DType::I1), shape);
         let none = self.full_value(shape, &Cv::Int(i128::from(i32::MAX)), DType::I32, span);
         let hit = self.emit(Opcode::Cmp(CmpOp::Eq), vec![v, m_all], bool_block, span);
         let key = if wide.is_float() {
             let n_all = self.full_value(shape, &Cv::Int(i128::from(n)), DType::I32, span);
-            let later = self.emit(Opcode::Binary(BinOp::Add), vec![index, n_all], i32_block, span);
+            let later = self.emit(Opcode::Binary(BinOp::Add), vec![position, n_all], i32_block, span);
             let key = self.emit(Opcode::Select, vec![hit, later, none], i32_block, span);
             let nan = self.emit(Opcode::Cmp(CmpOp::Ne), vec![v, v], bool_block, span);
-            self.emit(Opcode::Select, vec![nan, index, key], i32_block, span)
+            self.emit(Opcode::Select, vec![nan, position, key], i32_block, span)
         } else {
-            self.emit(Opcode::Select, vec![hit, index, none], i32_block, span)
+            self.emit(Opcode::Select, vec![hit, position, none], i32_block, span)
         };
         let out_shape = if keep { kept } else { shape.remove_axis(axis) };
         let out_ty = i32_block.with_shape(out_shape);
@@ -164,7 +153,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
         // keeps every float, `-0.0` and NaN included, exact).
         let at = if keep { index } else { self.keep_axis(index, axis, span)? };
         let at = self.expand_to(at, shape, span);
-        let chosen = self.emit(Opcode::Cmp(CmpOp::Eq), vec![all_index, at], bool_block, span);
+        let chosen = self.emit(Opcode::Cmp(CmpOp::Eq), vec![position, at], bool_block, span);
         let zero = if wide.is_float() { Cv::Float(-0.0) } else { Cv::Int(0) };
         let zeros = self.full_value(shape, &zero, wide, span);
         let picked = self.emit(Opcode::Select, vec![chosen, v, zeros], t, span);

@@ -1327,11 +1327,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
                 let m = m.ok_or(Failed)?;
                 return Ok(Val::tuple(vec![Val::Tensor(m), Val::Tensor(index)]));
             }
-            match d {
-                DType::BF16 => Some(DType::F32),
-                d if d.is_int() && d.bits() < 32 => Some(if d.is_signed() { DType::I32 } else { DType::U32 }),
-                _ => None,
-            }
+            Some(extremum_dtype(d)).filter(|&w| w != d)
         };
         if let Some(td) = target {
             v = self.cast(v, td, x.span);
@@ -1489,6 +1485,22 @@ fn print_prefix(prefix: &str, has_args: bool) -> String {
         p.insert(0, ' ');
     }
     p
+}
+
+/// The element type `tl.max`/`tl.min` (and the reductions of `tl.argmax`/`tl.argmin`)
+/// compare in: `bf16` as `fp32`, integers narrower than 32 bits (and `int1`) in 32.
+pub(crate) fn extremum_dtype(d: DType) -> DType {
+    match d {
+        DType::BF16 => DType::F32,
+        d if d.is_int() && d.bits() < 32 => {
+            if d.is_signed() {
+                DType::I32
+            } else {
+                DType::U32
+            }
+        }
+        d => d,
+    }
 }
 
 #[cfg(test)]

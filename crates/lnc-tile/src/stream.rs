@@ -314,9 +314,8 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     let e_back = b.op(sub, vec![e, line_c], i32t);
     let e = b.op(Opcode::Select, vec![r_short, e_back, e], i32t);
     let a_start = shifted(&mut b, a);
-    let pa = b.op(Opcode::PtrAdd, vec![ptr, a_start], ptr_ty);
     let count = b.op(sub, vec![ub, lb], i32t);
-    let large = b.op(Opcode::StreamOk, vec![pa, count], i1t);
+    let large = flag_of(b.f, ptr, a_start, count, span, &mut b.insts);
     let aligned = b.op(Opcode::Cmp(CmpOp::Ge), vec![g, zero], i1t);
     let room = b.op(Opcode::Cmp(CmpOp::Ge), vec![left, two_lines], i1t);
     let ok = b.op(and, vec![large, aligned], i1t);
