@@ -13,8 +13,9 @@
 //! any of them). A NaN counts as the extremum, the first one winning, as in NumPy and
 //! PyTorch; Triton's own combine function gives an order-dependent answer there. The
 //! reductions widen the element type as `tl.max` does (`bf16` to `fp32`, integers
-//! narrower than 32 bits, `int1` included, to 32); indices are `int32`. With `return_indices=True` the value
-//! returned is the element at the index, a third reduction (the sum of it and `-0.0`s), in
+//! narrower than 32 bits, `int1` included, to 32); indices are `int32`. With
+//! `return_indices=True` the value returned is the element at the index, a third
+//! reduction (the sum of it and `-0.0`s), in
 //! the input's type (`bf16` as `fp32`), as Triton's combine function returns it: the
 //! extremum itself may be a zero of the other sign.
 
