@@ -71,6 +71,10 @@ struct Opts {
     /// (`CompileOptions::f16c = false`), to measure what F16C gains.
     #[arg(long)]
     no_f16c: bool,
+    /// Compile lnc's kernels with 128-bit vectors only (`CompileOptions::narrow`: 4 lanes,
+    /// no 256-bit loops), to measure what the 256-bit loops gain.
+    #[arg(long)]
+    no_wide: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -967,6 +971,12 @@ fn run(opts: Opts) -> Result<()> {
     println!("kernels: {}", path.display());
     let compile_opts =
         lnc::CompileOptions { prefetch: !opts.no_prefetch, f16c: !opts.no_f16c, ..Default::default() };
+    let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
+    if opts.no_wide {
+        println!("compiled with 128-bit vectors only (--no-wide)");
+    } else if compile_opts.wide && lnc::computes_wide() {
+        println!("fp32 tile loops that qualify run in 256-bit vectors (AVX2), rewritten after Cranelift");
+    }
     if opts.no_prefetch {
         println!("compiled without prefetches of the next program's rows (--no-prefetch)");
     }

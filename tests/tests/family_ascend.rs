@@ -549,8 +549,14 @@ fn grad_beta_jit_equals_interpreter() {
 // Snapshots of the block IR after optimization and of the loop IR.
 
 fn dump(path: &str, kernel: &str, sig: &str, stage: Stage) -> String {
-    // Without F16C widening, which depends on the host: the same text everywhere.
-    let jit = lnc::Jit::with_options(lnc::CompileOptions { verify: true, f16c: false, ..Default::default() });
+    // Without F16C widening, which depends on the host, and with the 8-lane tiles of hosts
+    // with AVX2 everywhere: the same text on every host.
+    let jit = lnc::Jit::with_options(lnc::CompileOptions {
+        verify: true,
+        f16c: false,
+        lanes: 8,
+        ..Default::default()
+    });
     let module = jit.load(path).unwrap_or_else(|e| panic!("loading {path}: {e}"));
     let req = DumpRequest { stages: vec![stage], checked: true, ..Default::default() };
     let dumps = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{kernel} [{sig}]: {e}"));

@@ -14,17 +14,29 @@ fn dump(stage: Stage, checked: bool) -> String {
     dump_kernel("_layer_norm_fwd_fused", FWD_SIG, stage, checked)
 }
 
-fn dump_kernel(kernel: &str, sig: &str, stage: Stage, checked: bool) -> String {
+/// The options of the snapshots, the same on every host.
+fn fixed() -> lnc::CompileOptions {
     // The default streaming threshold is the host's cache size: fixed here (8 MiB) so that
     // the Cranelift IR prints the same everywhere. For the same reason the subtractions
     // stay subtractions: they become multiply-adds only on a host with FMA
-    // (`layer_norm_fwd.rs` checks those).
-    let opts = lnc::CompileOptions {
+    // (`layer_norm_fwd.rs` checks those). Tiles have 8 lanes (hosts with AVX2), computed
+    // in pairs of 128-bit vectors: which loops run in 256 bits depends on the host
+    // (`fwd_clif_wide` shows them).
+    lnc::CompileOptions {
         verify: true,
         stream_threshold: 8 << 20,
         fused_subs: false,
+        lanes: 8,
+        wide: false,
         ..Default::default()
-    };
+    }
+}
+
+fn dump_kernel(kernel: &str, sig: &str, stage: Stage, checked: bool) -> String {
+    dump_with(fixed(), kernel, sig, stage, checked)
+}
+
+fn dump_with(opts: lnc::CompileOptions, kernel: &str, sig: &str, stage: Stage, checked: bool) -> String {
     let jit = lnc::Jit::with_options(opts);
     let module = jit.module("triton_05_layer_norm.py", common::seed_source()).expect("seed parses");
     let req = DumpRequest { stages: vec![stage], checked, ..Default::default() };
@@ -70,6 +82,25 @@ fn fwd_clif_checked() {
 #[test]
 fn fwd_clif_unchecked() {
     insta::assert_snapshot!(clif_as_generated(false));
+}
+
+/// The Cranelift IR of the forward where the host has AVX2: its loops of `fp32x8` tiles in
+/// one `f32x4` value per tile, whose loads and stores carry the marks of lnc-clif's `wide`
+/// and whose instructions are widened to 256 bits after Cranelift.
+#[test]
+fn fwd_clif_wide() {
+    let wide = lnc::CompileOptions { wide: true, ..fixed() };
+    let jit = lnc::Jit::with_options(wide.clone());
+    let module = jit.module("triton_05_layer_norm.py", common::seed_source()).expect("seed parses");
+    let k = module.kernel("_layer_norm_fwd_fused", FWD_SIG).unwrap_or_else(|e| panic!("{e}"));
+    if !lnc::computes_wide() {
+        assert_eq!(k.widened_instructions(), 0);
+        return;
+    }
+    assert!(k.widened_instructions() > 50, "{}", k.widened_instructions());
+    let text = dump_with(wide, "_layer_norm_fwd_fused", FWD_SIG, Stage::Clif, true);
+    let (before, _) = text.split_once(lnc::CLIF_AFTER).expect("both halves of the clif dump");
+    insta::assert_snapshot!(before);
 }
 
 #[test]
@@ -133,7 +164,9 @@ fn fwd_asm_folds_addresses_into_merged_loads() {
     let on_memory = ["vmulps", "vaddps", "vsubps", "vfmadd", "vfmsub", "vfnmadd"];
     for d in ["fp32", "fp16", "bf16"] {
         let sig = format!("*{d},*{d},*{d},*{d},*fp32,*fp32,i32,i32,fp32,4096");
-        let asm = dump_kernel("_layer_norm_fwd_fused", &sig, Stage::Asm, false);
+        // 128-bit loops: the loads of 256-bit ones are never merged (lnc-clif's `wide`).
+        let narrow = lnc::CompileOptions { stream_threshold: 8 << 20, ..Default::default() }.narrow();
+        let asm = dump_with(narrow, "_layer_norm_fwd_fused", &sig, Stage::Asm, false);
         let mut merged = 0;
         for line in asm.lines().map(str::trim) {
             let Some((op, operands)) = line.split_once(' ') else { continue };

@@ -113,10 +113,14 @@ struct CodeArgs {
     /// (`CompileOptions::f16c`).
     #[arg(long)]
     no_f16c: bool,
+    /// Compile with 128-bit vectors only: 4 lanes, no 256-bit loops
+    /// (`CompileOptions::narrow`).
+    #[arg(long)]
+    no_wide: bool,
 }
 
 impl CodeArgs {
-    const DEFAULT: CodeArgs = CodeArgs { no_prefetch: false, no_f16c: false };
+    const DEFAULT: CodeArgs = CodeArgs { no_prefetch: false, no_f16c: false, no_wide: false };
 }
 
 /// An error already rendered for the terminal.
@@ -183,6 +187,7 @@ fn main() -> ExitCode {
 /// The module of `file`, compiled with the code generation choices `code`.
 fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
     let opts = lnc::CompileOptions { prefetch: !code.no_prefetch, f16c: !code.no_f16c, ..Default::default() };
+    let opts = if code.no_wide { opts.narrow() } else { opts };
     Ok(Jit::with_options(opts).load(file)?)
 }
 

@@ -92,6 +92,18 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// Some `fp16` tile was rounded with F16C through the scratch area's last 16 bytes
     /// ([`f16c_round_offset`]).
     pub(crate) f16c_rounds: bool,
+    /// The loops emitted in wide parts (module `wide`).
+    pub(crate) wide_loops: HashSet<lir::Inst>,
+    /// Emitting the body of one of them.
+    pub(crate) in_wide: bool,
+    /// Wide loops emitted so far.
+    pub(crate) wide_emitted: u32,
+    /// Marked stores of wide parts emitted (module `wide`).
+    pub(crate) wide_stores: u32,
+    /// Tiles moved into or out of wide loops so far (`wide::staging_offset`).
+    pub(crate) wide_transfers: u32,
+    /// The `stream_ok` instructions deciding whether stores of wide loops stream.
+    pub(crate) wide_stream_oks: HashSet<lir::Inst>,
 }
 
 /// Where in the scratch area `fp16` tiles are rounded with F16C (module `f16c`): 16 bytes
@@ -137,13 +149,18 @@ pub(crate) fn codegen_fn(
     func: &mut ir::Function,
     f: &lir::Function,
     opts: &CodegenOptions,
-) -> Result<usize, CodegenError> {
+) -> Result<(usize, u32), CodegenError> {
     let mut func_ctx = FunctionBuilderContext::new();
     let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
     let entry = bcx.create_block();
     bcx.append_block_params_for_function_params(entry);
     let ranges = lir::ranges::Ranges::analyze(f);
-    let blocks = create_blocks(&mut bcx, f, &ranges)?;
+    let wide_loops = if opts.wide && crate::marks::isa_has(module.isa(), "has_avx2") {
+        crate::wide::loops(f, opts.f16c && crate::f16c::available(module.isa()))
+    } else {
+        HashSet::new()
+    };
+    let blocks = create_blocks(&mut bcx, f, &ranges, &wide_loops)?;
     bcx.switch_to_block(entry);
     let params = bcx.block_params(entry);
     let abi = [params[0], params[1], params[2], params[3]];
@@ -191,7 +208,14 @@ pub(crate) fn codegen_fn(
         f16c: false,
         f16c_rounds: false,
         only_stored: false,
+        wide_loops,
+        in_wide: false,
+        wide_emitted: 0,
+        wide_stores: 0,
+        wide_transfers: 0,
+        wide_stream_oks: HashSet::new(),
     };
+    fx.wide_stream_oks = crate::wide::stream_oks(f, &fx.wide_loops);
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
     if opts.fused_subs && ports::host_has_fma(fx.module.isa()) {
@@ -225,7 +249,14 @@ pub(crate) fn codegen_fn(
     let config = fx.module.target_config();
     fx.bcx.finalize(config);
     // The scratch bytes a program needs.
-    Ok(if fx.f16c_rounds { f16c_round_offset(f) as usize + 16 } else { f.scratch_bytes() as usize })
+    let scratch = if fx.wide_transfers > 0 {
+        (crate::wide::staging_offset(f) + crate::wide::STAGING_BYTES * i64::from(fx.wide_transfers)) as usize
+    } else if fx.f16c_rounds {
+        f16c_round_offset(f) as usize + 16
+    } else {
+        f.scratch_bytes() as usize
+    };
+    Ok((scratch, fx.wide_stores))
 }
 
 /// Starts the loop over the call's programs: loads the first pid and jumps to `program`,
@@ -308,6 +339,7 @@ fn create_blocks(
     bcx: &mut FunctionBuilder,
     f: &lir::Function,
     ranges: &lir::ranges::Ranges,
+    wide_loops: &HashSet<lir::Inst>,
 ) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
     let mut map = SecondaryMap::new();
     let mut err = None;
@@ -334,10 +366,12 @@ fn create_blocks(
             _ => return,
         };
         let mut blocks = Vec::new();
+        let wide = wide_loops.contains(&inst);
         for tys in shapes {
             let b = bcx.create_block();
             for ty in tys {
-                match value::canonical_types(ty) {
+                let types = if wide { crate::wide::carried_types(ty) } else { value::canonical_types(ty) };
+                match types {
                     Ok(cl) => {
                         for t in cl {
                             bcx.append_block_param(b, t);
@@ -412,6 +446,9 @@ fn codegen_insts(fx: &mut FunctionCx, insts: &[lir::Inst]) -> Result<Option<Exit
             Opcode::For => {
                 chain::emit_run_checks(fx, insts, n)?;
                 codegen_inst(fx, inst)?
+            }
+            _ if fx.in_wide && data.results.iter().chain(&data.args).any(|&v| fx.f.ty(v).is_tile()) => {
+                crate::wide::codegen_inst(fx, inst)?
             }
             _ => codegen_inst(fx, inst)?,
         }
@@ -767,7 +804,9 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2)?;
             let (p, n) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?);
             let size = fx.f.ty(data.args[0]).dtype().size();
-            CVal::Scalar(stream_ok(fx, p, n, size))
+            // A wide loop's non-temporal stores are 32 bytes (module `wide`).
+            let align = if fx.wide_stream_oks.contains(&inst) { 32 } else { 16 };
+            CVal::Scalar(stream_ok(fx, p, n, size, align))
         }
         Opcode::Atomic { op, addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
@@ -981,7 +1020,22 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     let outer = reload_broadcast_scalars(fx, inst);
     let carried_tys: Vec<Ty> = data.results.iter().map(|&r| f.ty(r)).collect();
     let init = data.args[3..].iter().map(|&a| fx.val(a)).collect::<Result<Vec<_>, _>>()?;
-    let init = canonical_args(fx, &carried_tys, &init)?;
+    let wide = fx.wide_loops.contains(&inst);
+    let srcloc = fx.bcx.srcloc();
+    if wide {
+        fx.bcx.set_srcloc(crate::wide::srcloc(fx.wide_emitted));
+        fx.wide_emitted += 1;
+    }
+    let init = if wide {
+        let mut out = Vec::new();
+        for (&ty, v) in carried_tys.iter().zip(&init) {
+            let flat = value::to_canonical(&mut fx.bcx, ty, v)?;
+            out.extend(crate::wide::enter(fx, ty, &flat)?);
+        }
+        out
+    } else {
+        canonical_args(fx, &carried_tys, &init)?
+    };
     let first = loop_continues(fx, d, lb, ub, step);
     // Indices of at most 32 bits run in i64 (see `induction.rs`).
     let stepping = induction::stepping(fx.f, &fx.ranges, inst);
@@ -1028,10 +1082,56 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     for (v, c) in outer {
         fx.values[v] = c;
     }
-    for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
+    let results = if wide {
+        let params = fx.bcx.block_params(exit).to_vec();
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &ty in &carried_tys {
+            let n = crate::wide::carried_types(ty)?.len();
+            let flat = crate::wide::leave(fx, ty, &params[at..at + n]);
+            out.push(value::from_flat(ty, &flat)?);
+            at += n;
+        }
+        fx.bcx.set_srcloc(srcloc);
+        out
+    } else {
+        block_vals(fx, exit, 0, &carried_tys)?
+    };
+    for (&r, v) in data.results.iter().zip(results) {
         fx.def(r, v);
     }
     Ok(())
+}
+
+/// The carried values of a wide loop (module `wide`) from the parameters of `block`
+/// after the first `skip`: wide parts for its tiles.
+fn wide_vals(fx: &FunctionCx, block: Block, skip: usize, tys: &[Ty]) -> Result<Vec<CVal>, CodegenError> {
+    let params = fx.bcx.block_params(block)[skip..].to_vec();
+    let mut out = Vec::with_capacity(tys.len());
+    let mut at = 0;
+    for &ty in tys {
+        let n = crate::wide::carried_types(ty)?.len();
+        let part = &params[at..at + n];
+        out.push(if crate::wide::wide_tile(ty) {
+            CVal::Tile(value::Tile { per: crate::wide::PER, parts: part.to_vec() })
+        } else {
+            value::from_flat(ty, part)?
+        });
+        at += n;
+    }
+    Ok(out)
+}
+
+/// The block arguments carrying `vals` around a wide loop: wide parts for its tiles.
+fn wide_args(fx: &mut FunctionCx, tys: &[Ty], vals: &[CVal]) -> Result<Vec<Value>, CodegenError> {
+    let mut out = Vec::new();
+    for (&ty, v) in tys.iter().zip(vals) {
+        match v {
+            CVal::Tile(t) if t.per == crate::wide::PER => out.extend(t.parts.iter().copied()),
+            _ => out.extend(value::to_canonical(&mut fx.bcx, ty, v)?),
+        }
+    }
+    Ok(out)
 }
 
 /// The scalars that loop `inst` broadcasts into tiles: operands of its `splat`s and scalar
@@ -1174,10 +1274,19 @@ fn for_body(
         Stepping::Extended => fx.bcx.ins().ireduce(narrow, param),
         Stepping::Checked => param,
     };
+    let wide = fx.wide_loops.contains(&inst);
     let mut args = vec![CVal::Scalar(iv)];
-    args.extend(block_vals(fx, body, 1, &carried_tys)?);
-    let next = yielded(codegen_region(fx, region, &args)?, "a for body")?;
-    let next = canonical_args(fx, &carried_tys, &next)?;
+    args.extend(if wide {
+        wide_vals(fx, body, 1, &carried_tys)?
+    } else {
+        block_vals(fx, body, 1, &carried_tys)?
+    });
+    fx.in_wide = wide;
+    let next = codegen_region(fx, region, &args);
+    fx.in_wide = false;
+    let next = yielded(next?, "a for body")?;
+    let next =
+        if wide { wide_args(fx, &carried_tys, &next)? } else { canonical_args(fx, &carried_tys, &next)? };
     let (iv_next, again) = match (stepping, ub64) {
         (Stepping::Wide(s), Some(ub64)) => {
             let next = fx.bcx.ins().iadd_imm_s(param, s);
@@ -1216,12 +1325,12 @@ fn for_body(
 /// `stream_ok`: the address is 16-byte aligned and `count` elements of `size` bytes per
 /// program over the whole grid reach the streaming threshold (counted in `f64`, which
 /// cannot overflow).
-fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32) -> Value {
+fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32, align: i64) -> Value {
     let threshold = fx.opts.stream_bytes;
     if threshold == u64::MAX {
         return fx.bcx.ins().iconst(types::I8, 0);
     }
-    let low = fx.bcx.ins().band_imm_u(ptr, 15);
+    let low = fx.bcx.ins().band_imm_u(ptr, align - 1);
     let aligned = fx.bcx.ins().icmp_imm_u(IntCC::Equal, low, 0);
     let count = fx.bcx.ins().fcvt_from_sint(types::F64, count);
     let size = fx.bcx.ins().f64const(f64::from(size));

@@ -71,6 +71,14 @@ pub(crate) const MARK: u8 = 0x51;
 /// The trap code marking a store of `extractlane.i64` to rewrite into `vcvtps2ph`.
 pub(crate) const NARROW_MARK: u8 = 0x52;
 
+/// The trap code marking the `uload16x4` of a wide part (module `wide`): rewritten into
+/// `vcvtph2ps` here, then widened to `ymm, m128` by module `widen`.
+pub(crate) const WIDE_MARK: u8 = 0x5a;
+
+/// The trap code marking the `fp16` store of a wide part: rewritten into `vcvtps2ph`
+/// here, then widened to `m128, ymm` by module `widen`.
+pub(crate) const WIDE_NARROW_MARK: u8 = 0x5b;
+
 /// Whether kernels compiled for `isa` on this host convert `fp16` tiles with F16C: the
 /// host has F16C, and the ISA has AVX, so that Cranelift emits the VEX forms rewritten here.
 pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
@@ -87,15 +95,34 @@ pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
 
 /// Loads the four `fp16` elements at `addr + offset` as an `f32x4`.
 pub(crate) fn widen_4(fx: &mut FunctionCx, addr: Value, offset: i32) -> Value {
-    let v = fx.bcx.ins().uload16x4(marks::flags(MARK), addr, offset);
+    widen_marked(fx, MARK, addr, offset)
+}
+
+/// [`widen_4`] of the four elements a wide part holds in its low half (the eight at
+/// `addr + offset` once module `widen` is done).
+pub(crate) fn widen_wide(fx: &mut FunctionCx, addr: Value, offset: i32) -> Value {
+    widen_marked(fx, WIDE_MARK, addr, offset)
+}
+
+fn widen_marked(fx: &mut FunctionCx, mark: u8, addr: Value, offset: i32) -> Value {
+    let v = fx.bcx.ins().uload16x4(marks::flags(mark), addr, offset);
     fx.bcx.ins().bitcast(types::F32X4, crate::value::bitcast_flags(), v)
 }
 
 /// Stores the four lanes of the `f32x4` `v` rounded to `fp16` at `addr + offset`.
 pub(crate) fn narrow_4(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
+    narrow_marked(fx, NARROW_MARK, v, addr, offset);
+}
+
+/// [`narrow_4`] of a wide part (its eight lanes once module `widen` is done).
+pub(crate) fn narrow_wide(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
+    narrow_marked(fx, WIDE_NARROW_MARK, v, addr, offset);
+}
+
+fn narrow_marked(fx: &mut FunctionCx, mark: u8, v: Value, addr: Value, offset: i32) {
     let q = fx.bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), v);
     let low = fx.bcx.ins().extractlane(q, 0);
-    fx.bcx.ins().store(marks::flags(NARROW_MARK), low, addr, offset);
+    fx.bcx.ins().store(marks::flags(mark), low, addr, offset);
 }
 
 /// The four lanes of the `f32x4` `v` rounded to `fp16`, as `f32`: stored rounded into the
@@ -121,7 +148,7 @@ pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
 /// `vcvtph2ps` and `vcvtps2ph`; returns how many of each.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<(u32, u32), CodegenError> {
     let mut widened = 0;
-    for at in marks::offsets(traps, MARK) {
+    for at in marks::offsets(traps, MARK).chain(marks::offsets(traps, WIDE_MARK)) {
         if !vpmovzxwd_at(code, at) {
             return Err(marks::unexpected(code, at, "an fp16 widening load", "vpmovzxwd"));
         }
@@ -130,7 +157,7 @@ pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<(u32, u32), C
         widened += 1;
     }
     let mut narrowed = 0;
-    for at in marks::offsets(traps, NARROW_MARK) {
+    for at in marks::offsets(traps, NARROW_MARK).chain(marks::offsets(traps, WIDE_NARROW_MARK)) {
         let imm = vpextrq_imm_at(code, at)
             .ok_or_else(|| marks::unexpected(code, at, "an fp16 narrowing store", "vpextrq"))?;
         code[at + 2] &= 0x7f;

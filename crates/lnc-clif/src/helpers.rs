@@ -9,7 +9,10 @@ use lnc_lir::UnOp;
 
 macro_rules! unary_helpers {
     ($($name:ident: $t:ty => $method:ident;)*) => {
-        $(extern "C" fn $name(x: $t) -> $t { x.$method() })*
+        $(extern "C" fn $name(x: $t) -> $t {
+            lnc_runtime::clear_upper_vector_state();
+            x.$method()
+        })*
     };
 }
 
@@ -29,18 +32,22 @@ unary_helpers! {
 }
 
 extern "C" fn lnc_pow_f32(x: f32, y: f32) -> f32 {
+    lnc_runtime::clear_upper_vector_state();
     x.powf(y)
 }
 
 extern "C" fn lnc_pow_f64(x: f64, y: f64) -> f64 {
+    lnc_runtime::clear_upper_vector_state();
     x.powf(y)
 }
 
 extern "C" fn lnc_fmod_f32(x: f32, y: f32) -> f32 {
+    lnc_runtime::clear_upper_vector_state();
     x % y
 }
 
 extern "C" fn lnc_fmod_f64(x: f64, y: f64) -> f64 {
+    lnc_runtime::clear_upper_vector_state();
     x % y
 }
 
@@ -71,6 +78,7 @@ thread_local! {
 
 /// Starts a line: `pid (x, y, z) prefix`.
 extern "C" fn lnc_print_begin(pid: *const u32, prefix: *const u8, len: usize) {
+    lnc_runtime::clear_upper_vector_state();
     // SAFETY: JIT code passes a copy of the current program's pid (three u32 in a stack
     // slot) and a string of its data section.
     let (pid, prefix) =
@@ -83,6 +91,7 @@ extern "C" fn lnc_print_begin(pid: *const u32, prefix: *const u8, len: usize) {
 
 /// Punctuation between values: 0 a space, 1 `[`, 2 `, `, 3 `]`.
 extern "C" fn lnc_print_sep(kind: u32) {
+    lnc_runtime::clear_upper_vector_state();
     let sep = match kind {
         0 => " ",
         1 => " [",
@@ -93,24 +102,28 @@ extern "C" fn lnc_print_sep(kind: u32) {
 }
 
 extern "C" fn lnc_print_int(v: i64) {
+    lnc_runtime::clear_upper_vector_state();
     LINE.with_borrow_mut(|line| {
         let _ = write!(line, "{v}");
     });
 }
 
 extern "C" fn lnc_print_uint(v: u64) {
+    lnc_runtime::clear_upper_vector_state();
     LINE.with_borrow_mut(|line| {
         let _ = write!(line, "{v}");
     });
 }
 
 extern "C" fn lnc_print_float(v: f64) {
+    lnc_runtime::clear_upper_vector_state();
     LINE.with_borrow_mut(|line| {
         let _ = write!(line, "{v}");
     });
 }
 
 extern "C" fn lnc_print_end() {
+    lnc_runtime::clear_upper_vector_state();
     LINE.with_borrow_mut(|line| {
         line.push('\n');
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
@@ -163,6 +176,7 @@ fn f32_to_bf16(x: f32) -> u16 {
 
 /// Widens an fp16 row into fp32 scratch; NaNs come out quieted, as from a tile.
 extern "C" fn lnc_row_f16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
+    lnc_runtime::clear_upper_vector_state();
     let f16_to_f32 = |h: u16| ::half::f16::from_bits(h).to_f32();
     let whole = |s: &[u16], d: &mut [f32]| in_groups(s, d, simd::widen_f16(), f16_to_f32);
     // SAFETY: see `convert_row`.
@@ -173,6 +187,7 @@ extern "C" fn lnc_row_f16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
 /// whole groups with non-temporal stores where `dst` is 16-byte aligned (lnc-tile's
 /// `stream` decided that the launch writes more than the caches keep).
 extern "C" fn lnc_row_f32_to_f16(src: *const f32, dst: *mut u16, n: i64, stream: i64) {
+    lnc_runtime::clear_upper_vector_state();
     let f32_to_f16 = |x: f32| ::half::f16::from_f32(x).to_bits();
     let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_f16(stream != 0), f32_to_f16);
     // SAFETY: see `convert_row`.
@@ -181,6 +196,7 @@ extern "C" fn lnc_row_f32_to_f16(src: *const f32, dst: *mut u16, n: i64, stream:
 
 /// Widens a bf16 row into fp32 scratch.
 extern "C" fn lnc_row_bf16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
+    lnc_runtime::clear_upper_vector_state();
     let whole = |s: &[u16], d: &mut [f32]| in_groups(s, d, simd::widen_bf16(), bf16_to_f32);
     // SAFETY: see `convert_row`.
     unsafe { convert_row(src, dst, n, whole, bf16_to_f32) }
@@ -188,6 +204,7 @@ extern "C" fn lnc_row_bf16_to_f32(src: *const u16, dst: *mut f32, n: i64) {
 
 /// Rounds an fp32 scratch row to bf16 into memory; `stream` as for fp16.
 extern "C" fn lnc_row_f32_to_bf16(src: *const f32, dst: *mut u16, n: i64, stream: i64) {
+    lnc_runtime::clear_upper_vector_state();
     let whole = |s: &[f32], d: &mut [u16]| in_groups(s, d, simd::narrow_bf16(stream != 0), f32_to_bf16);
     // SAFETY: see `convert_row`.
     unsafe { convert_row(src, dst, n, whole, f32_to_bf16) }

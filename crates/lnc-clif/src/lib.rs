@@ -43,6 +43,8 @@ mod prefetch;
 mod stream;
 mod value;
 mod vmath;
+mod wide;
+mod widen;
 
 use std::sync::{Mutex, OnceLock};
 
@@ -74,6 +76,10 @@ pub struct CodegenOptions {
     /// when the host has F16C and AVX (module `f16c`), instead of integer bit manipulation.
     /// The same bits either way. Default: on.
     pub f16c: bool,
+    /// Compute the loops that qualify (module `wide`) in 256-bit vectors, when the host
+    /// has AVX2: Cranelift emits them in 128-bit vectors and module `widen` rewrites
+    /// them. The same bits either way. Default: on.
+    pub wide: bool,
 }
 
 impl Default for CodegenOptions {
@@ -84,6 +90,7 @@ impl Default for CodegenOptions {
             stream_bytes: stream::default_threshold(),
             fused_subs: true,
             f16c: true,
+            wide: true,
         }
     }
 }
@@ -128,6 +135,7 @@ pub struct CompiledKernel {
     scratch_bytes: usize,
     patched: Patched,
     prefetches: u32,
+    widened: u32,
     text: Option<KernelText>,
     /// Owns the code. Never touched after finalization except to free it; the mutex only
     /// makes the kernel `Sync` (the module holds a `RefCell`).
@@ -153,6 +161,13 @@ impl CompiledKernel {
     /// The prefetch instructions in the machine code (see lnc-tile's `prefetch` pass).
     pub fn prefetches(&self) -> u32 {
         self.prefetches
+    }
+
+    /// The instructions of 256-bit loops rewritten from `xmm` to `ymm` (module `widen`);
+    /// 0 when no loop qualified, or the rewrite could not be proven and the kernel was
+    /// compiled in 128-bit vectors.
+    pub fn widened(&self) -> u32 {
+        self.widened
     }
 
     /// The text forms, when compiled with [`CodegenOptions::emit_text`].
@@ -185,6 +200,12 @@ impl Drop for CompiledKernel {
 /// [`CodegenOptions::f16c`] is on (the host has F16C and AVX).
 pub fn converts_f16_natively() -> bool {
     host_isa().is_ok_and(|isa| f16c::available(&*isa))
+}
+
+/// Whether kernels compiled on this host compute the loops that qualify in 256-bit
+/// vectors when [`CodegenOptions::wide`] is on (the host has AVX2, module `wide`).
+pub fn computes_wide() -> bool {
+    host_isa().is_ok_and(|isa| marks::isa_has(&*isa, "has_avx2"))
 }
 
 /// The host ISA, built once: feature detection and flag parsing are not free and the
@@ -231,6 +252,8 @@ struct Translated {
     id: cranelift_module::FuncId,
     ctx: cranelift_codegen::Context,
     scratch_bytes: usize,
+    /// Marked stores of wide parts emitted (module `wide`).
+    wide_stores: u32,
 }
 
 fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated, CodegenError> {
@@ -245,18 +268,18 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let scratch_bytes = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
+    let (scratch_bytes, wide_stores) = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
     if let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags()) {
         return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(
             &ctx.func, None, errors,
         )));
     }
-    Ok(Translated { module, id, ctx, scratch_bytes })
+    Ok(Translated { module, id, ctx, scratch_bytes, wide_stores })
 }
 
 /// Compiles `f` for the host.
 pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledKernel, CodegenError> {
-    let Translated { mut module, id, mut ctx, scratch_bytes } = translate(f, opts)?;
+    let Translated { mut module, id, mut ctx, scratch_bytes, wide_stores } = translate(f, opts)?;
     let clif = opts.emit_text.then(|| ctx.func.display().to_string());
     ctx.set_disasm(opts.emit_text);
     // Compiled here rather than by `define_function` so that the marked stores can be
@@ -268,6 +291,22 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let patched = stream::patch(&mut code, compiled.buffer.traps());
     let prefetches = prefetch::patch(&mut code, compiled.buffer.traps())?;
     let (widened, narrowed) = f16c::patch(&mut code, compiled.buffer.traps())?;
+    // Each wide loop's code, from the first to the last instruction of its source
+    // location: Cranelift places what it hoists out of the loop (a broadcast) in front of
+    // it with other code, and the blocks of the loop's bounds checks in between.
+    let mut spans = std::collections::BTreeMap::<u32, (usize, usize)>::new();
+    for s in compiled.buffer.get_srclocs_sorted() {
+        if let Some(k) = wide::loop_of(s.loc) {
+            let e = spans.entry(k).or_insert((s.start as usize, s.end as usize));
+            *e = (e.0.min(s.start as usize), e.1.max(s.end as usize));
+        }
+    }
+    let spans: Vec<(usize, usize)> = spans.into_values().collect();
+    let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores) {
+        Ok(n) => n,
+        // The same kernel in 128-bit vectors (module `widen`).
+        Err(_) => return compile(f, &CodegenOptions { wide: false, ..*opts }),
+    };
     let alignment = u64::from(compiled.buffer.alignment);
     let relocs: Vec<_> = compiled
         .buffer
@@ -287,6 +326,12 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     "; {} store(s) of the streaming copies of loops above are rewritten after \
                      Cranelift from movups/movupd to movntps/movntpd (non-temporal); {} left cached\n",
                     patched.streamed, patched.skipped
+                ));
+            }
+            if ymm > 0 {
+                asm.push_str(&format!(
+                    "; {ymm} instructions of the 256-bit loops above are rewritten after Cranelift from \
+                     xmm to ymm (VEX.L set; module widen)\n"
                 ));
             }
             asm.push_str(&marks::note(
@@ -316,7 +361,15 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     // and an i64 count, an i32 status) in the host's default calling convention, which is
     // "C".
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
-    Ok(CompiledKernel { entry, scratch_bytes, patched, prefetches, text, module: Mutex::new(Some(module)) })
+    Ok(CompiledKernel {
+        entry,
+        scratch_bytes,
+        patched,
+        prefetches,
+        widened: ymm,
+        text,
+        module: Mutex::new(Some(module)),
+    })
 }
 
 /// The Cranelift IR of `f` as generated, before Cranelift's optimizations (no machine

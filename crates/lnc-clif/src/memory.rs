@@ -103,6 +103,20 @@ pub(crate) fn codegen_ptr_add(
     Ok(CVal::Scalar(offset_address(fx, base, offset, d.size())?))
 }
 
+/// The split address ([`split_address`]) of the contiguous access `a` of `lanes`
+/// elements, bounds-checked in checked mode.
+pub(crate) fn checked_contiguous(
+    fx: &mut FunctionCx,
+    a: Access,
+    lanes: u32,
+) -> Result<(Value, i32), CodegenError> {
+    let d = pointee(fx, a.ptr)?;
+    let base = fx.scalar(a.ptr)?;
+    let at = split_address(fx, base, a.offset, d.size())?;
+    check_split(fx, a, at, lanes, d.size())?;
+    Ok(at)
+}
+
 /// In checked mode, branches to the out-of-bounds exit unless the `lanes` consecutive
 /// elements of `size` bytes at `addr` lie inside the bounds of the site's argument. The
 /// fault names the first element outside.
@@ -769,7 +783,7 @@ fn atomic_cas(
 
 /// The address of element `index` of scratch buffer `slot` as [`split_address`] gives it
 /// (the buffer's offset joins the displacement), and the buffer's dtype.
-fn scratch_address(
+pub(crate) fn scratch_address(
     fx: &mut FunctionCx,
     slot: u32,
     index: lir::Value,

@@ -40,7 +40,8 @@ pub struct Patched {
 /// Rewrites the marked stores of `code` (trap records `traps`) in place.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Patched {
     let mut out = Patched::default();
-    for at in crate::marks::offsets(traps, MARK) {
+    let wide = crate::marks::offsets(traps, crate::wide::STREAM_MARK);
+    for at in crate::marks::offsets(traps, MARK).chain(wide) {
         match opcode_at(code, at) {
             Some(k) => {
                 code[k] = 0x2b;

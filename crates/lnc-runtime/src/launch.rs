@@ -331,6 +331,7 @@ impl Job {
             // SAFETY: the caller's guarantees documented on `launch`.
             let code =
                 unsafe { (self.kernel)(self.args, pid.as_ptr(), self.grid.as_ptr(), ctx, end - start) };
+            crate::clear_upper_vector_state();
             if code != Status::Cancelled as u32 {
                 break code;
             }

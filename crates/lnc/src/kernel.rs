@@ -136,6 +136,12 @@ impl Kernel {
         self.checked.prefetches()
     }
 
+    /// The instructions of the loops computed in 256-bit vectors in the machine code of
+    /// safe launches ([`CompileOptions::wide`](crate::CompileOptions::wide)); 0 when none.
+    pub fn widened_instructions(&self) -> u32 {
+        self.checked.widened()
+    }
+
     /// Kernel name.
     pub fn name(&self) -> &str {
         &self.name

@@ -18,7 +18,9 @@ pub const CLIF_AFTER: &str = "; Cranelift IR after Cranelift's optimizations (ho
 /// Options of a compilation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
-    /// Lanes of a tile (4 fills a 128-bit vector with fp32).
+    /// Lanes of a tile. Default: 8 where the host has AVX2, which the tile loops that
+    /// qualify compute in 256-bit vectors ([`CompileOptions::wide`]); 4 elsewhere, one
+    /// 128-bit vector of fp32.
     pub lanes: u8,
     /// Run the IR verifiers after every stage and pass (always on in debug builds).
     pub verify: bool,
@@ -51,18 +53,33 @@ pub struct CompileOptions {
     /// stream).
     /// The results are the same bits either way. Default: on.
     pub f16c: bool,
+    /// Compute the loops of 8-lane fp32 tiles that qualify in 256-bit vectors where the
+    /// host has AVX2 (lnc-clif's `wide`), which Cranelift does not emit itself; off, or
+    /// where a loop does not qualify, an 8-lane tile takes two 128-bit vectors. The
+    /// results are the same bits either way. Default: on. Turning it off is meant with
+    /// `lanes: 4` ([`CompileOptions::narrow`]).
+    pub wide: bool,
+}
+
+impl CompileOptions {
+    /// These options with 128-bit vectors only: 4 lanes and no wide loops (what lnc
+    /// compiles on a host without AVX2).
+    pub fn narrow(self) -> CompileOptions {
+        CompileOptions { lanes: 4, wide: false, ..self }
+    }
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
-            lanes: 4,
+            lanes: if lnc_clif::computes_wide() { 8 } else { 4 },
             verify: cfg!(debug_assertions),
             half_rows: true,
             stream_threshold: lnc_clif::default_stream_threshold(),
             fused_subs: true,
             prefetch: true,
             f16c: true,
+            wide: true,
         }
     }
 }
@@ -235,6 +252,7 @@ pub(crate) fn codegen_options(
         stream_bytes: opts.stream_threshold,
         fused_subs: opts.fused_subs,
         f16c: opts.f16c,
+        wide: opts.wide,
     }
 }
 

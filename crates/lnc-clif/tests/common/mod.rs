@@ -232,17 +232,40 @@ impl B {
 }
 
 /// Checked and unchecked, each with `fp16` tiles widened by F16C (where the host has
-/// it) and by integer code, for tests that must pass every way.
+/// it) and 256-bit loops (where it has AVX2), and with integer code and 128-bit vectors
+/// only, for tests that must pass every way.
 pub const MODES: [CodegenOptions; 4] = [
-    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: true },
-    CodegenOptions { checked: false, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: true },
-    CodegenOptions { checked: true, emit_text: false, stream_bytes: u64::MAX, fused_subs: true, f16c: false },
+    CodegenOptions {
+        checked: true,
+        emit_text: false,
+        stream_bytes: u64::MAX,
+        fused_subs: true,
+        f16c: true,
+        wide: true,
+    },
+    CodegenOptions {
+        checked: false,
+        emit_text: false,
+        stream_bytes: u64::MAX,
+        fused_subs: true,
+        f16c: true,
+        wide: true,
+    },
+    CodegenOptions {
+        checked: true,
+        emit_text: false,
+        stream_bytes: u64::MAX,
+        fused_subs: true,
+        f16c: false,
+        wide: false,
+    },
     CodegenOptions {
         checked: false,
         emit_text: false,
         stream_bytes: u64::MAX,
         fused_subs: true,
         f16c: false,
+        wide: false,
     },
 ];
 

@@ -1,0 +1,397 @@
+//! Tile loops in 256-bit vectors, which Cranelift does not emit.
+//!
+//! Cranelift's x86 backend has 128-bit vectors only. A loop of `fp32x8` tiles would take
+//! two `f32x4` of everything: two loads, two adds, two stores per tile. With AVX2 one
+//! `ymm` instruction does the work of the pair, and the load and store ports, not the
+//! arithmetic, bound the seed's loops.
+//!
+//! A loop qualifies ([`loops`]) when everything in it that touches a tile is a
+//! contiguous unmasked load or store of `fp32`, a splat, `+ - * /`, `fma` or `sqrt` of
+//! `fp32` tiles of a multiple of 8 lanes, and every tile it uses is made inside it or
+//! carried by it. Such a loop is emitted with one Cranelift `f32x4` value per 8 lanes (a
+//! *wide part*, `Tile { per: 8 }`): its low 128 bits are what Cranelift computes, its
+//! high 128 bits what module `widen` makes the same instructions compute after
+//! compilation, by setting the `L` bit of their VEX prefix. Loads and stores of wide
+//! parts carry trap codes of their own ([`LOAD_MARK`], [`STORE_MARK`]): only they are
+//! widened to 32 bytes of memory. Lane-wise register instructions are widened inside the
+//! loop's code, found by the source location every instruction of the loop carries
+//! ([`SRCLOC`]).
+//!
+//! Tiles enter and leave the loop through 32-byte stack slots: the two `f32x4` halves of
+//! an initial value are stored (as `i32x4`, so that Cranelift forwards neither to the
+//! marked load) and loaded back with one marked load; a result is stored with one marked
+//! store and its high half loaded back, its low half being the wide part itself.
+//!
+//! Module `widen` checks, by data flow over the whole machine code, that every value a
+//! marked store writes was computed by widened instructions from marked loads and
+//! broadcasts only. When it cannot show that (a spill, a register move Cranelift emits
+//! without VEX, an instruction it does not know), the kernel is compiled again without
+//! wide loops (`lib.rs`): the same results, in 128-bit vectors.
+
+use std::collections::HashSet;
+
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, types};
+use lnc_lir::{self as lir, Addressing, BinOp, DType, Opcode, Ty, UnOp};
+
+use crate::CodegenError;
+use crate::base::{FunctionCx, data_flags};
+use crate::memory::{self, Access};
+use crate::value::{CVal, Tile};
+
+/// The trap code marking a load of a wide part (32 bytes once widened).
+pub(crate) const LOAD_MARK: u8 = 0x57;
+
+/// The trap code marking a cached store of a wide part.
+pub(crate) const STORE_MARK: u8 = 0x58;
+
+/// The trap code marking a streaming store of a wide part (module `stream` makes it
+/// non-temporal, module `widen` 32 bytes wide).
+pub(crate) const STREAM_MARK: u8 = 0x59;
+
+/// The source locations of the instructions emitted for wide loops: this, plus the
+/// loop's number.
+const SRCLOC: u32 = 0x5749_0000;
+
+/// The source location of the instructions of wide loop number `k`.
+pub(crate) fn srcloc(k: u32) -> cranelift_codegen::ir::SourceLoc {
+    cranelift_codegen::ir::SourceLoc::new(SRCLOC | (k & 0xffff))
+}
+
+/// The number of the wide loop whose instruction has source location `loc`.
+pub(crate) fn loop_of(loc: cranelift_codegen::ir::SourceLoc) -> Option<u32> {
+    (!loc.is_default() && loc.bits() & 0xffff_0000 == SRCLOC).then_some(loc.bits() & 0xffff)
+}
+
+/// Lanes of one wide part.
+pub(crate) const PER: u8 = 8;
+
+/// The Cranelift type holding a wide part (its low half, as far as Cranelift knows).
+pub(crate) const PART: Type = types::F32X4;
+
+/// Whether `ty` is a tile a wide loop computes on: `fp32` lanes, a multiple of 8.
+pub(crate) fn wide_tile(ty: Ty) -> bool {
+    matches!(ty, Ty::Tile(DType::F32, lanes) if lanes % PER == 0)
+}
+
+/// Whether `ty` is a tile a wide loop moves: [`wide_tile`], or `fp16` lanes (held in
+/// `f32`, converted by F16C when `f16c`), or half lanes in scratch (held in `f32` there).
+fn wide_storage(ty: Ty, f16c: bool, scratch: bool) -> bool {
+    match ty {
+        Ty::Tile(DType::F16, lanes) if f16c || scratch => lanes % PER == 0,
+        Ty::Tile(DType::BF16, lanes) if scratch => lanes % PER == 0,
+        _ => wide_tile(ty),
+    }
+}
+
+/// The loops of `f` emitted with wide parts; `f16c`: `fp16` tiles convert with F16C.
+pub(crate) fn loops(f: &lir::Function, f16c: bool) -> HashSet<lir::Inst> {
+    let mut out = HashSet::new();
+    f.walk(|i| {
+        if f.insts[i].opcode == Opcode::For && eligible(f, i, f16c) {
+            out.insert(i);
+        }
+    });
+    out
+}
+
+fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
+    let data = &f.insts[l];
+    let [region] = &data.regions[..] else { return false };
+    if !data.results.iter().all(|&r| !f.ty(r).is_tile() || wide_tile(f.ty(r))) {
+        return false;
+    }
+    let mut uses: std::collections::HashMap<lir::Value, Vec<lir::Inst>> = std::collections::HashMap::new();
+    for &i in &region.insts {
+        for &a in &f.insts[i].args {
+            uses.entry(a).or_default().push(i);
+        }
+    }
+    let mut inside: HashSet<lir::Value> = region.args.iter().copied().collect();
+    let mut tiles = false;
+    for &i in &region.insts {
+        let d = &f.insts[i];
+        if !d.regions.is_empty() {
+            return false;
+        }
+        let touches = d.results.iter().chain(&d.args).any(|&v| f.ty(v).is_tile());
+        if touches {
+            tiles = true;
+            let result = d.results.first().map(|&r| f.ty(r));
+            let operands_ok = || {
+                d.args.iter().all(|&a| match f.ty(a) {
+                    Ty::Scalar(DType::F32) => true,
+                    ty => wide_tile(ty) && Some(ty) == result,
+                })
+            };
+            let ok = match d.opcode {
+                Opcode::Yield => d.args.iter().all(|&a| !f.ty(a).is_tile() || wide_tile(f.ty(a))),
+                Opcode::Load {
+                    addr: Addressing::Contiguous,
+                    has_mask: false,
+                    has_other: false,
+                    volatile: false,
+                    ..
+                } => result.is_some_and(|t| wide_storage(t, f16c, false)),
+                Opcode::Store { addr: Addressing::Contiguous, has_mask: false, .. } => {
+                    d.args.get(2).is_some_and(|&v| wide_storage(f.ty(v), f16c, false))
+                }
+                Opcode::ScratchLoad(_) => result.is_some_and(|t| wide_storage(t, f16c, true)),
+                Opcode::ScratchStore(_) => d.args.get(1).is_some_and(|&v| wide_tile(f.ty(v))),
+                Opcode::Cast => match (f.ty(d.args[0]), result) {
+                    // Half lanes are held in `f32`: widening them is exact.
+                    (Ty::Tile(DType::F16 | DType::BF16, n), Some(Ty::Tile(DType::F32, m))) => {
+                        n == m && n % PER == 0
+                    }
+                    // Rounding to `fp16` is left to the F16C stores that alone use it.
+                    (a, Some(Ty::Tile(DType::F16, m))) if f16c && wide_tile(a) && a.lanes() == m => {
+                        let stored = |&u: &lir::Inst| {
+                            let s = &f.insts[u];
+                            matches!(s.opcode, Opcode::Store { .. })
+                                && s.args.get(2) == Some(&d.results[0])
+                                && s.args.iter().filter(|&&x| x == d.results[0]).count() == 1
+                        };
+                        uses.get(&d.results[0]).is_some_and(|us| us.iter().all(stored))
+                    }
+                    _ => false,
+                },
+                Opcode::Splat => result.is_some_and(wide_tile) && f.ty(d.args[0]) == Ty::Scalar(DType::F32),
+                Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
+                | Opcode::Fma
+                | Opcode::Unary(UnOp::Sqrt) => result.is_some_and(wide_tile) && operands_ok(),
+                _ => false,
+            };
+            if !ok || d.args.iter().any(|&a| f.ty(a).is_tile() && !inside.contains(&a)) {
+                return false;
+            }
+        }
+        inside.extend(d.results.iter().copied());
+    }
+    tiles
+}
+
+/// The `stream_ok` instructions whose result the streaming stores of `loops` depend on.
+pub(crate) fn stream_oks(f: &lir::Function, loops: &HashSet<lir::Inst>) -> HashSet<lir::Inst> {
+    let mut def = std::collections::HashMap::new();
+    f.walk(|i| {
+        for &r in &f.insts[i].results {
+            def.insert(r, i);
+        }
+    });
+    let mut work: Vec<lir::Value> = loops
+        .iter()
+        .flat_map(|&l| f.insts[l].regions[0].insts.iter().filter_map(|&i| f.insts[i].stream_flag()))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut out = HashSet::new();
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) {
+            continue;
+        }
+        let Some(&i) = def.get(&v) else { continue };
+        if f.insts[i].opcode == Opcode::StreamOk {
+            out.insert(i);
+        } else if f.insts[i].regions.is_empty() {
+            work.extend(f.insts[i].args.iter().copied());
+        }
+    }
+    out
+}
+
+/// The Cranelift types of a carried value of type `ty` in a wide loop.
+pub(crate) fn carried_types(ty: Ty) -> Result<Vec<Type>, CodegenError> {
+    match ty {
+        Ty::Tile(_, lanes) if wide_tile(ty) => Ok(vec![PART; (lanes / PER) as usize]),
+        _ => crate::value::canonical_types(ty),
+    }
+}
+
+fn marked(mark: u8) -> MemFlagsData {
+    crate::marks::flags(mark)
+}
+
+/// A marked load of a wide part. Loaded as `i32x4` and cast: Cranelift merges an `f32x4`
+/// load used once into the arithmetic instruction using it (`vaddps xmm, xmm, m128`),
+/// which would read 16 bytes where 32 are meant.
+fn load_part(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
+    let bits = fx.bcx.ins().load(types::I32X4, marked(LOAD_MARK), at, disp);
+    fx.bcx.ins().bitcast(PART, crate::value::bitcast_flags(), bits)
+}
+
+/// Where the program's scratch area holds the 32 bytes through which one tile enters or
+/// leaves a wide loop: after the buffers and the `fp16` rounding bytes
+/// (`base::f16c_round_offset`), 32 bytes for each such transfer. A stack slot would not
+/// do: Cranelift addresses it from the stack pointer, and such accesses keep no trap
+/// code. Nor would 32 bytes for all: Cranelift drops a store that a later one overwrites
+/// unread (the unused high half of a loop's result), and a dropped marked store cannot be
+/// told from one it should not have dropped.
+pub(crate) fn staging_offset(f: &lir::Function) -> i64 {
+    crate::base::f16c_round_offset(f) + 16
+}
+
+/// Bytes of one transfer.
+pub(crate) const STAGING_BYTES: i64 = 32;
+
+fn slot_address(fx: &mut FunctionCx) -> Value {
+    let offset = staging_offset(fx.f) + STAGING_BYTES * i64::from(fx.wide_transfers);
+    fx.wide_transfers += 1;
+    crate::memory::scratch_at(fx, offset)
+}
+
+/// The wide parts of an initial value `flat` (canonical `f32x4` parts) of a wide loop.
+pub(crate) fn enter(fx: &mut FunctionCx, ty: Ty, flat: &[Value]) -> Result<Vec<Value>, CodegenError> {
+    if !wide_tile(ty) {
+        return Ok(flat.to_vec());
+    }
+    let flags = crate::value::bitcast_flags();
+    let mut out = Vec::with_capacity(flat.len() / 2);
+    for pair in flat.chunks(2) {
+        let [lo, hi] = pair else {
+            return Err(CodegenError::InvalidIr(format!("a {ty} value of {} parts", flat.len())));
+        };
+        let at = slot_address(fx);
+        for (k, &half) in [lo, hi].into_iter().enumerate() {
+            // `i64x2`: an `i32x4` store would be forwarded to the `i32x4` marked load.
+            let bits = fx.bcx.ins().bitcast(types::I64X2, flags, half);
+            fx.bcx.ins().store(data_flags(), bits, at, 16 * k as i32);
+        }
+        out.push(load_part(fx, at, 0));
+    }
+    Ok(out)
+}
+
+/// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with.
+pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> {
+    if !wide_tile(ty) {
+        return parts.to_vec();
+    }
+    let mut out = Vec::with_capacity(parts.len() * 2);
+    for &w in parts {
+        let at = slot_address(fx);
+        fx.bcx.ins().store(marked(STORE_MARK), w, at, 0);
+        fx.wide_stores += 1;
+        out.push(w);
+        out.push(fx.bcx.ins().load(PART, data_flags(), at, 16));
+    }
+    out
+}
+
+/// The wide parts of operand `v` of a wide loop's instruction: its own, or a scalar's
+/// broadcast.
+fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>, CodegenError> {
+    match fx.val(v)? {
+        CVal::Tile(t) if t.per == PER => Ok(t.parts),
+        CVal::Tile(_) => {
+            Err(CodegenError::InvalidIr(format!("{v}: a tile of a wide loop not in wide parts")))
+        }
+        CVal::Scalar(s) => {
+            let b = fx.bcx.ins().splat(PART, s);
+            Ok(vec![b; count])
+        }
+    }
+}
+
+/// Emits `inst`, an instruction of a wide loop that touches tiles ([`eligible`]).
+pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let data = &f.insts[inst];
+    let count = |ty: Ty| (ty.lanes() / PER) as usize;
+    let invalid = || CodegenError::InvalidIr(format!("{inst}: not an instruction of a wide loop"));
+    let result = data.results.first().copied();
+    let out = match data.opcode {
+        Opcode::Load { site, .. } => {
+            let ty = f.ty(result.ok_or_else(invalid)?);
+            let a = Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr: Addressing::Contiguous,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
+            let (at, disp) = memory::checked_contiguous(fx, a, ty.lanes() as u32)?;
+            let half = ty.dtype() == DType::F16;
+            let mut out = Vec::with_capacity(count(ty));
+            for j in 0..count(ty) as i32 {
+                out.push(if half {
+                    crate::f16c::widen_wide(fx, at, disp + j * 16)
+                } else {
+                    load_part(fx, at, disp + j * 32)
+                });
+            }
+            out
+        }
+        Opcode::Store { site, stream, .. } => {
+            let ty = f.ty(data.args[2]);
+            let a = Access {
+                ptr: data.args[0],
+                offset: data.args[1],
+                addr: Addressing::Contiguous,
+                site,
+                checked: !fx.prechecked.contains(&inst),
+            };
+            let vals = parts(fx, data.args[2], count(ty))?;
+            let (at, disp) = memory::checked_contiguous(fx, a, ty.lanes() as u32)?;
+            let mark = if stream && fx.streaming { STREAM_MARK } else { STORE_MARK };
+            for (j, &v) in vals.iter().enumerate() {
+                fx.wide_stores += 1;
+                if ty.dtype() == DType::F16 {
+                    crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * 16);
+                } else {
+                    fx.bcx.ins().store(marked(mark), v, at, disp + j as i32 * 32);
+                }
+            }
+            return Ok(());
+        }
+        Opcode::ScratchLoad(slot) => {
+            let ty = f.ty(result.ok_or_else(invalid)?);
+            let ((at, disp), _) = memory::scratch_address(fx, slot, data.args[0])?;
+            (0..count(ty) as i32).map(|j| load_part(fx, at, disp + j * 32)).collect()
+        }
+        Opcode::ScratchStore(slot) => {
+            let ty = f.ty(data.args[1]);
+            let vals = parts(fx, data.args[1], count(ty))?;
+            let ((at, disp), _) = memory::scratch_address(fx, slot, data.args[0])?;
+            for (j, &v) in vals.iter().enumerate() {
+                fx.wide_stores += 1;
+                fx.bcx.ins().store(marked(STORE_MARK), v, at, disp + j as i32 * 32);
+            }
+            return Ok(());
+        }
+        // Half lanes are held in `f32` (exact), and a rounding to `fp16` is left to the
+        // stores using it ([`eligible`]).
+        Opcode::Cast => parts(fx, data.args[0], count(f.ty(data.args[0])))?,
+        Opcode::Splat => {
+            let n = count(f.ty(result.ok_or_else(invalid)?));
+            parts(fx, data.args[0], n)?
+        }
+        Opcode::Binary(op) => {
+            let n = count(f.ty(result.ok_or_else(invalid)?));
+            let (a, b) = (parts(fx, data.args[0], n)?, parts(fx, data.args[1], n)?);
+            let mut out = Vec::with_capacity(n);
+            for (&x, &y) in a.iter().zip(&b) {
+                out.push(match op {
+                    BinOp::Add => fx.bcx.ins().fadd(x, y),
+                    BinOp::Sub => fx.bcx.ins().fsub(x, y),
+                    BinOp::Mul => fx.bcx.ins().fmul(x, y),
+                    BinOp::Div => fx.bcx.ins().fdiv(x, y),
+                    _ => return Err(invalid()),
+                });
+            }
+            out
+        }
+        Opcode::Fma => {
+            let n = count(f.ty(result.ok_or_else(invalid)?));
+            let (a, b, c) =
+                (parts(fx, data.args[0], n)?, parts(fx, data.args[1], n)?, parts(fx, data.args[2], n)?);
+            (0..n).map(|j| fx.bcx.ins().fma(a[j], b[j], c[j])).collect()
+        }
+        Opcode::Unary(UnOp::Sqrt) => {
+            let n = count(f.ty(result.ok_or_else(invalid)?));
+            let a = parts(fx, data.args[0], n)?;
+            a.into_iter().map(|x| fx.bcx.ins().sqrt(x)).collect()
+        }
+        _ => return Err(invalid()),
+    };
+    let r = result.ok_or_else(invalid)?;
+    fx.def(r, CVal::Tile(Tile { per: PER, parts: out }));
+    Ok(())
+}

@@ -1,0 +1,535 @@
+//! Widens the code of wide loops (module `wide`) to 256-bit vectors, after Cranelift.
+//!
+//! A VEX-encoded instruction on `xmm` registers whose prefix's `L` bit is set does the
+//! same on `ymm` registers: `vaddps xmm1, xmm2, xmm3` becomes `vaddps ymm1, ymm2, ymm3`,
+//! same length, same operands. For a lane-wise instruction the low 128 bits of the result
+//! do not change, so widening one never changes what the code computes as Cranelift
+//! compiled it; it only makes the high 128 bits the same operation on the high lanes.
+//!
+//! This module decodes the whole function (from its entry, following every branch, so
+//! that the constants after the code are never taken for instructions) and widens:
+//! - the loads and stores marked by module `wide` (`vmovdqu`/`vmovups`, `vmovntps` once
+//!   module `stream` has rewritten a streaming one, and `vcvtph2ps`/`vcvtps2ph` once
+//!   module `f16c` has rewritten an `fp16` one): twice the memory, 8 lanes instead of 4;
+//! - inside the code of wide loops (their source location), lane-wise register-to-register
+//!   instructions ([`LANE_WISE`]) and broadcasts of a scalar (`vbroadcastss`).
+//!
+//! Then it proves, by a forward data-flow analysis over the control-flow graph, that
+//! every marked store writes a register whose high half holds the high lanes: a register
+//! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction
+//! whose register sources are all wide, and after a zeroing `vxorps x, x, x`; any other
+//! write (a spill reload, a move Cranelift encodes without VEX, an instruction this
+//! module does not widen) and every call leave it narrow; where paths meet, it is wide
+//! only if it is on all of them. A marked store of a register that is not wide on every
+//! path is an [`Unproven`] error, and `lib.rs` compiles the kernel again without wide
+//! loops.
+//!
+//! The code leaves the high halves of `ymm` registers set, which makes every SSE
+//! instruction run later wait to merge them: the runtime clears them (`vzeroupper`) when
+//! a kernel returns, and the helpers kernels call clear them on entry
+//! (`lnc_runtime::clear_upper_vector_state`).
+
+use cranelift_codegen::MachTrap;
+use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, Mnemonic, OpKind, Register};
+
+use crate::f16c::{WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK};
+use crate::wide::{LOAD_MARK, STORE_MARK, STREAM_MARK};
+
+/// Lane-wise instructions: with `L` set, each `ymm` lane is computed from the same lane
+/// of the sources, as each `xmm` lane was.
+const LANE_WISE: &[Mnemonic] = &[
+    Mnemonic::Vaddps,
+    Mnemonic::Vsubps,
+    Mnemonic::Vmulps,
+    Mnemonic::Vdivps,
+    Mnemonic::Vsqrtps,
+    Mnemonic::Vminps,
+    Mnemonic::Vmaxps,
+    Mnemonic::Vandps,
+    Mnemonic::Vandnps,
+    Mnemonic::Vorps,
+    Mnemonic::Vxorps,
+    Mnemonic::Vcmpps,
+    Mnemonic::Vblendvps,
+    Mnemonic::Vfmadd132ps,
+    Mnemonic::Vfmadd213ps,
+    Mnemonic::Vfmadd231ps,
+    Mnemonic::Vfmsub132ps,
+    Mnemonic::Vfmsub213ps,
+    Mnemonic::Vfmsub231ps,
+    Mnemonic::Vfnmadd132ps,
+    Mnemonic::Vfnmadd213ps,
+    Mnemonic::Vfnmadd231ps,
+    Mnemonic::Vfnmsub132ps,
+    Mnemonic::Vfnmsub213ps,
+    Mnemonic::Vfnmsub231ps,
+    Mnemonic::Vmovaps,
+    Mnemonic::Vmovups,
+    Mnemonic::Vmovdqa,
+    Mnemonic::Vmovdqu,
+    Mnemonic::Vpand,
+    Mnemonic::Vpandn,
+    Mnemonic::Vpor,
+    Mnemonic::Vpxor,
+    Mnemonic::Vpaddd,
+    Mnemonic::Vpsubd,
+    Mnemonic::Vpcmpeqd,
+    Mnemonic::Vpcmpgtd,
+    Mnemonic::Vcvtdq2ps,
+    Mnemonic::Vcvttps2dq,
+];
+
+/// Why the wide loops of a function could not be widened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unproven(pub(crate) String);
+
+/// What an instruction becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A marked load: writes a wide register.
+    Load,
+    /// A marked store: reads a register that must be wide.
+    Store,
+    /// A widened lane-wise instruction.
+    LaneWise,
+    /// A widened broadcast of a scalar: writes a wide register.
+    Broadcast,
+    /// Left as it is.
+    Other,
+}
+
+struct Decoded {
+    at: usize,
+    ins: Instruction,
+    kind: Kind,
+    /// Indices of the instructions that may run next.
+    succ: Vec<usize>,
+}
+
+/// Widens the wide loops of `code` (trap records `traps`; `spans`: the code ranges of
+/// wide loops; `emitted`: the marked stores code generation emitted). Returns the
+/// number of instructions widened.
+pub(crate) fn patch(
+    code: &mut [u8],
+    traps: &[MachTrap],
+    spans: &[(usize, usize)],
+    emitted: u32,
+) -> Result<u32, Unproven> {
+    let marks: Vec<(usize, u8)> = traps
+        .iter()
+        .filter_map(|t| {
+            let m = [LOAD_MARK, STORE_MARK, STREAM_MARK, F16_LOAD_MARK, F16_STORE_MARK]
+                .into_iter()
+                .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
+            Some((t.offset as usize, m))
+        })
+        .collect();
+    // Cranelift drops a marked store where no path reaches it, and a marked load whose
+    // users it gives the value of an equal load (the data flow below sees which), but
+    // it never adds one: more marks than were emitted is a compiler bug. It could also
+    // drop a store that a later one of the same address overwrites unread; the later one
+    // is a wide store of the same loop (a wide store is the only store to its address:
+    // each transfer has its own bytes, `wide::staging_offset`), which writes all 32.
+    let stores = marks.iter().filter(|&&(_, m)| ![LOAD_MARK, F16_LOAD_MARK].contains(&m)).count();
+    if stores > emitted as usize {
+        return Err(Unproven(format!("{emitted} wide stores emitted, {stores} found")));
+    }
+    if marks.is_empty() {
+        return Ok(0);
+    }
+    let (mut insts, index) = decode(code)?;
+    for &(at, m) in &marks {
+        let i = index.get(at).copied().filter(|&i| i != NONE);
+        let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
+        let d = &mut insts[i];
+        d.kind = marked_kind(code, &d.ins, m)
+            .ok_or_else(|| Unproven(format!("marked instruction at {at:#x} is {:?}", d.ins.code())))?;
+    }
+    let in_span = |at: usize| spans.iter().any(|&(s, e)| (s..e).contains(&at));
+    for d in insts.iter_mut().filter(|d| d.kind == Kind::Other && in_span(d.at)) {
+        d.kind = unmarked_kind(code, &d.ins);
+    }
+    let states = analyze(&insts);
+    for (d, &state) in insts.iter().zip(&states) {
+        if d.kind == Kind::Store {
+            let reg = (0..d.ins.op_count())
+                .find(|&k| d.ins.op_kind(k) == OpKind::Register)
+                .map(|k| d.ins.op_register(k))
+                .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
+            if state & bit(reg) == 0 {
+                return Err(Unproven(format!(
+                    "the store at {:#x} writes {reg:?}, not computed in 256 bits on every path",
+                    d.at
+                )));
+            }
+        }
+    }
+    let mut count = 0;
+    for d in &insts {
+        if d.kind != Kind::Other {
+            flip(code, d.at);
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// The bit of vector register `r` in a state.
+fn bit(r: Register) -> u32 {
+    if r.is_vector_register() && r.number() < 32 { 1 << r.number() } else { 0 }
+}
+
+/// No instruction starts at this offset.
+const NONE: u32 = u32::MAX;
+
+/// Decodes every instruction reachable from the start of `code`, in address order, with
+/// the index of the instruction starting at each offset ([`NONE`] elsewhere).
+fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
+    let mut seen = vec![false; code.len()];
+    let mut insts = Vec::new();
+    let mut work = vec![0usize];
+    let mut dec = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+    while let Some(at) = work.pop() {
+        if seen.get(at).copied().unwrap_or(false) {
+            continue;
+        }
+        if at >= code.len() || dec.set_position(at).is_err() {
+            return Err(Unproven(format!("a branch to {at:#x}, outside the code")));
+        }
+        seen[at] = true;
+        dec.set_ip(at as u64);
+        let ins = dec.decode();
+        if ins.is_invalid() {
+            return Err(Unproven(format!("cannot decode the instruction at {at:#x}")));
+        }
+        let next = at + ins.len();
+        let target = ins.near_branch_target() as usize;
+        match ins.flow_control() {
+            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => work.push(next),
+            FlowControl::ConditionalBranch => work.extend([next, target]),
+            FlowControl::UnconditionalBranch => work.push(target),
+            FlowControl::Return | FlowControl::Exception | FlowControl::Interrupt => {}
+            other => return Err(Unproven(format!("{other:?} at {at:#x}"))),
+        }
+        insts.push(Decoded { at, ins, kind: Kind::Other, succ: Vec::new() });
+    }
+    insts.sort_unstable_by_key(|d| d.at);
+    let mut index = vec![NONE; code.len() + 1];
+    for (i, w) in insts.iter().enumerate() {
+        index[w.at] = i as u32;
+    }
+    if let Some(w) = insts.windows(2).find(|w| w[0].at + w[0].ins.len() > w[1].at) {
+        return Err(Unproven(format!("instructions overlap at {:#x}", w[1].at)));
+    }
+    for d in &mut insts {
+        let next = d.at + d.ins.len();
+        let target = d.ins.near_branch_target() as usize;
+        let offsets: &[usize] = match d.ins.flow_control() {
+            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => &[next],
+            FlowControl::ConditionalBranch => &[next, target],
+            FlowControl::UnconditionalBranch => &[target],
+            _ => &[],
+        };
+        d.succ = offsets.iter().map(|&o| index[o] as usize).collect();
+    }
+    Ok((insts, index))
+}
+
+/// The kind of the instruction `ins` marked `mark`, if it is one this module widens.
+fn marked_kind(code: &[u8], ins: &Instruction, mark: u8) -> Option<Kind> {
+    let (kind, wanted): (Kind, &[Mnemonic]) = match mark {
+        LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovaps, Mnemonic::Vmovdqu]),
+        F16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vcvtph2ps]),
+        STREAM_MARK => (Kind::Store, &[Mnemonic::Vmovntps]),
+        F16_STORE_MARK => (Kind::Store, &[Mnemonic::Vcvtps2ph]),
+        _ => (Kind::Store, &[Mnemonic::Vmovups, Mnemonic::Vmovaps, Mnemonic::Vmovdqu]),
+    };
+    let memory_operand = (0..ins.op_count()).position(|k| ins.op_kind(k) == OpKind::Memory)?;
+    let memory_ok = (kind == Kind::Load) == (memory_operand == 1);
+    (wanted.contains(&ins.mnemonic()) && memory_ok && widens(code, ins, None)).then_some(kind)
+}
+
+/// The kind of an unmarked instruction inside a wide loop.
+fn unmarked_kind(code: &[u8], ins: &Instruction) -> Kind {
+    let registers_only =
+        (0..ins.op_count()).all(|k| matches!(ins.op_kind(k), OpKind::Register | OpKind::Immediate8));
+    if LANE_WISE.contains(&ins.mnemonic()) && registers_only && widens(code, ins, None) {
+        return Kind::LaneWise;
+    }
+    if ins.mnemonic() == Mnemonic::Vbroadcastss && ins.op_register(0).is_xmm() && widens(code, ins, Some(1)) {
+        return Kind::Broadcast;
+    }
+    Kind::Other
+}
+
+/// Whether `ins` is VEX-encoded with `L` clear and, decoded with `L` set, is the same
+/// instruction on `ymm` registers (but operand `keep`, which stays an `xmm` source) and
+/// twice the memory.
+fn widens(code: &[u8], ins: &Instruction, keep: Option<u32>) -> bool {
+    if ins.encoding() != EncodingKind::VEX {
+        return false;
+    }
+    let at = ins.ip() as usize;
+    let Some(mut bytes) = code.get(at..at + ins.len()).map(<[u8]>::to_vec) else { return false };
+    let Some(l) = l_byte(&bytes) else { return false };
+    if bytes[l] & 4 != 0 {
+        return false;
+    }
+    bytes[l] |= 4;
+    let wide = Decoder::with_ip(64, &bytes, at as u64, DecoderOptions::NONE).decode();
+    if wide.is_invalid()
+        || wide.len() != ins.len()
+        || wide.mnemonic() != ins.mnemonic()
+        || wide.op_count() != ins.op_count()
+    {
+        return false;
+    }
+    (0..ins.op_count()).all(|k| match (ins.op_kind(k), wide.op_kind(k)) {
+        (OpKind::Register, OpKind::Register) => {
+            let (n, w) = (ins.op_register(k), wide.op_register(k));
+            // General registers, and a broadcast's source, stay as they are.
+            if !n.is_xmm() || Some(k) == keep { n == w } else { w.is_ymm() && w.number() == n.number() }
+        }
+        (OpKind::Memory, OpKind::Memory) => {
+            let (n, w) = (ins.memory_size().size(), wide.memory_size().size());
+            if Some(k) == keep { w == n } else { n > 0 && w == 2 * n }
+        }
+        (a, b) => a == b && (a != OpKind::Immediate8 || ins.immediate8() == wide.immediate8()),
+    })
+}
+
+/// The index of the VEX prefix byte holding `L`.
+fn l_byte(bytes: &[u8]) -> Option<usize> {
+    match bytes.first()? {
+        0xc5 => Some(1),
+        0xc4 => Some(2),
+        _ => None,
+    }
+}
+
+fn flip(code: &mut [u8], at: usize) {
+    if let Some(l) = l_byte(&code[at..]) {
+        code[at + l] |= 4;
+    }
+}
+
+/// The wide registers before each instruction.
+fn analyze(insts: &[Decoded]) -> Vec<u32> {
+    let effects: Vec<(u32, u32)> = insts.iter().map(effect).collect();
+    // Every state starts full and only shrinks: the greatest fixed point, where a
+    // register is wide on every path from the entry (the first instruction, offset 0).
+    let mut state = vec![u32::MAX; insts.len()];
+    state[0] = 0;
+    let mut work: Vec<usize> = (0..insts.len()).rev().collect();
+    let mut queued = vec![true; insts.len()];
+    while let Some(i) = work.pop() {
+        queued[i] = false;
+        let d = &insts[i];
+        let (reads, writes) = effects[i];
+        let s = state[i];
+        let wide = match d.kind {
+            Kind::Load | Kind::Broadcast => writes,
+            Kind::LaneWise if s & reads == reads => writes,
+            _ => 0,
+        };
+        let calls = matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall);
+        let out = if calls { 0 } else { (s & !writes) | wide };
+        for &j in &d.succ {
+            let met = state[j] & out;
+            if met != state[j] {
+                state[j] = met;
+                if !queued[j] {
+                    queued[j] = true;
+                    work.push(j);
+                }
+            }
+        }
+    }
+    state
+}
+
+/// The vector registers `d` reads in full and writes. Cranelift's instructions write
+/// only their first operand; taking every vector register there as written is safe for
+/// those that only read it (a comparison): it can only make a register narrow.
+fn effect(d: &Decoded) -> (u32, u32) {
+    let ins = &d.ins;
+    if matches!(ins.mnemonic(), Mnemonic::Vzeroupper | Mnemonic::Vzeroall) {
+        return (0, u32::MAX);
+    }
+    let reg = |k: u32| if ins.op_kind(k) == OpKind::Register { bit(ins.op_register(k)) } else { 0 };
+    let writes = reg(0);
+    let sources = (1..ins.op_count()).fold(0, |r, k| r | reg(k));
+    let reads = match d.kind {
+        // `vxorps x, x, x` is zero whatever `x` held; a broadcast reads one lane.
+        Kind::Broadcast => 0,
+        Kind::LaneWise
+            if matches!(ins.mnemonic(), Mnemonic::Vxorps | Mnemonic::Vpxor)
+                && ins.op_count() == 3
+                && ins.op_register(1) == ins.op_register(2) =>
+        {
+            0
+        }
+        // Fused multiply-adds accumulate into their destination.
+        Kind::LaneWise if is_fma(ins.mnemonic()) => sources | writes,
+        _ => sources,
+    };
+    (reads, writes)
+}
+
+fn is_fma(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Vfmadd132ps
+            | Vfmadd213ps
+            | Vfmadd231ps
+            | Vfmsub132ps
+            | Vfmsub213ps
+            | Vfmsub231ps
+            | Vfnmadd132ps
+            | Vfnmadd213ps
+            | Vfnmadd231ps
+            | Vfnmsub132ps
+            | Vfnmsub213ps
+            | Vfnmsub231ps
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use cranelift_codegen::ir::TrapCode;
+
+    use super::*;
+
+    // Encodings checked against GNU as.
+    /// `vmovdqu xmm0, [rdi]`
+    const LOAD: &[u8] = &[0xc5, 0xfa, 0x6f, 0x07];
+    /// `vmovdqu xmm1, [rdx]`
+    const LOAD1: &[u8] = &[0xc5, 0xfa, 0x6f, 0x0a];
+    /// `vaddps xmm0, xmm0, xmm0`
+    const ADD: &[u8] = &[0xc5, 0xf8, 0x58, 0xc0];
+    /// `vmovups [rsi], xmm0`
+    const STORE: &[u8] = &[0xc5, 0xf8, 0x11, 0x06];
+    const RET: &[u8] = &[0xc3];
+
+    /// `patch` of the concatenation of `pieces`, each marked or not, all inside one wide
+    /// loop's span when `span`; `emitted`: the marked stores code generation emitted.
+    fn run(pieces: &[(&[u8], Option<u8>)], span: bool, emitted: u32) -> (Vec<u8>, Result<u32, Unproven>) {
+        let mut code = Vec::new();
+        let mut traps = Vec::new();
+        for &(bytes, mark) in pieces {
+            if let Some(m) = mark {
+                let code_ = TrapCode::user(m).expect("nonzero");
+                traps.push(MachTrap { offset: code.len() as u32, code: code_ });
+            }
+            code.extend_from_slice(bytes);
+        }
+        let spans = if span { vec![(0, code.len())] } else { Vec::new() };
+        let r = patch(&mut code, &traps, &spans, emitted);
+        (code, r)
+    }
+
+    fn refused(pieces: &[(&[u8], Option<u8>)]) {
+        let original: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
+        let (code, r) = run(pieces, true, 1);
+        assert!(r.is_err(), "{pieces:02x?} was widened");
+        assert_eq!(code, original, "a refused function was changed");
+    }
+
+    #[test]
+    fn widens_arithmetic_on_marked_loads_into_a_marked_store() {
+        let (code, r) =
+            run(&[(LOAD, Some(LOAD_MARK)), (ADD, None), (STORE, Some(STORE_MARK)), (RET, None)], true, 1);
+        assert_eq!(r, Ok(3));
+        // L set: vmovdqu ymm0, [rdi]; vaddps ymm0, ymm0, ymm0; vmovups [rsi], ymm0.
+        let want = [0xc5, 0xfe, 0x6f, 0x07, 0xc5, 0xfc, 0x58, 0xc0, 0xc5, 0xfc, 0x11, 0x06, 0xc3];
+        assert_eq!(code, want);
+    }
+
+    #[test]
+    fn widens_broadcasts_zeros_and_streaming_stores() {
+        // vbroadcastss xmm2, xmm3; vmulps xmm0, xmm1, xmm2; vmovntps [rsi], xmm0
+        let bcast: &[u8] = &[0xc4, 0xe2, 0x79, 0x18, 0xd3];
+        let mul: &[u8] = &[0xc5, 0xf0, 0x59, 0xc2];
+        let nt: &[u8] = &[0xc5, 0xf8, 0x2b, 0x06];
+        let (code, r) = run(
+            &[(LOAD1, Some(LOAD_MARK)), (bcast, None), (mul, None), (nt, Some(STREAM_MARK)), (RET, None)],
+            true,
+            1,
+        );
+        assert_eq!(r, Ok(4));
+        let want = [
+            0xc5, 0xfe, 0x6f, 0x0a, 0xc4, 0xe2, 0x7d, 0x18, 0xd3, 0xc5, 0xf4, 0x59, 0xc2, 0xc5, 0xfc, 0x2b,
+            0x06, 0xc3,
+        ];
+        assert_eq!(code, want);
+        // vxorps xmm0, xmm0, xmm0 is zero in every lane whatever xmm0 held.
+        let zero: &[u8] = &[0xc5, 0xf8, 0x57, 0xc0];
+        let (_, r) = run(&[(zero, None), (STORE, Some(STORE_MARK)), (RET, None)], true, 1);
+        assert_eq!(r, Ok(2));
+    }
+
+    #[test]
+    fn refuses_a_store_of_what_was_not_computed_wide() {
+        // An unmarked load.
+        refused(&[(LOAD, None), (ADD, None), (STORE, Some(STORE_MARK)), (RET, None)]);
+        // Through a stack slot: vmovdqu [rsp+16], xmm0; vmovdqu xmm0, [rsp+16].
+        let spill: &[u8] = &[0xc5, 0xfa, 0x7f, 0x44, 0x24, 0x10];
+        let reload: &[u8] = &[0xc5, 0xfa, 0x6f, 0x44, 0x24, 0x10];
+        refused(&[
+            (LOAD, Some(LOAD_MARK)),
+            (spill, None),
+            (reload, None),
+            (STORE, Some(STORE_MARK)),
+            (RET, None),
+        ]);
+        // Across a call, which may clobber every vector register: call rax.
+        let call: &[u8] = &[0xff, 0xd0];
+        refused(&[(LOAD, Some(LOAD_MARK)), (call, None), (STORE, Some(STORE_MARK)), (RET, None)]);
+        // A move without VEX (movaps xmm0, xmm1) keeps the old high half.
+        let legacy: &[u8] = &[0x0f, 0x28, 0xc1];
+        refused(&[(LOAD1, Some(LOAD_MARK)), (legacy, None), (STORE, Some(STORE_MARK)), (RET, None)]);
+        // A shuffle is not lane-wise: vpshufd xmm0, xmm0, 0.
+        let shuffle: &[u8] = &[0xc5, 0xf9, 0x70, 0xc0, 0x00];
+        refused(&[(LOAD, Some(LOAD_MARK)), (shuffle, None), (STORE, Some(STORE_MARK)), (RET, None)]);
+        // A marked load merged into arithmetic: vaddps xmm0, xmm0, [rdi].
+        let merged: &[u8] = &[0xc5, 0xf8, 0x58, 0x07];
+        refused(&[(merged, Some(LOAD_MARK)), (STORE, Some(STORE_MARK)), (RET, None)]);
+    }
+
+    #[test]
+    fn a_register_is_wide_only_if_it_is_on_every_path() {
+        // test eax, eax; je over the next load; then the store.
+        let test: &[u8] = &[0x85, 0xc0];
+        let je: &[u8] = &[0x74, 0x04];
+        let other: &[u8] = &[0xc5, 0xfa, 0x6f, 0x02]; // vmovdqu xmm0, [rdx]
+        let program = |mark| {
+            [
+                (LOAD, Some(LOAD_MARK)),
+                (test, None),
+                (je, None),
+                (other, mark),
+                (STORE, Some(STORE_MARK)),
+                (RET, None),
+            ]
+        };
+        refused(&program(None));
+        let (_, r) = run(&program(Some(LOAD_MARK)), true, 1);
+        assert_eq!(r, Ok(3));
+    }
+
+    #[test]
+    fn widens_lane_wise_instructions_only_inside_wide_loops() {
+        // Outside every span the add is left narrow, so its result is not wide.
+        let (code, r) =
+            run(&[(LOAD, Some(LOAD_MARK)), (ADD, None), (STORE, Some(STORE_MARK)), (RET, None)], false, 1);
+        assert!(r.is_err());
+        assert_eq!(&code[4..8], ADD);
+    }
+
+    #[test]
+    fn refuses_more_marked_stores_than_were_emitted() {
+        let (_, r) = run(&[(LOAD, Some(LOAD_MARK)), (STORE, Some(STORE_MARK)), (RET, None)], true, 0);
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,218 @@
+//! Loops computed in 256-bit vectors (lnc-clif's `wide`, on hosts with AVX2): the same
+//! bits as the same 8-lane tiles in pairs of 128-bit vectors, for the seed's three kernels
+//! in fp32, fp16 and bf16, on row lengths that are not multiples of the tile, with outputs
+//! poisoned, streaming and cached, bounds-checked and not; and the float64 reference.
+
+mod common;
+
+use common::*;
+use half::{bf16, f16};
+
+/// The seed compiled with 8-lane tiles, 256-bit loops on or off; `threshold`: the
+/// streaming threshold (0: every aligned launch streams).
+fn module(wide: bool, threshold: u64) -> lnc::Module {
+    let opts = lnc::CompileOptions { lanes: 8, wide, stream_threshold: threshold, ..Default::default() };
+    lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+}
+
+fn bits<T: Float>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|&x| x.to_f64().to_bits()).collect()
+}
+
+/// Runs the forward with `Y` starting `shift` elements into its buffer, every output
+/// poisoned; returns the bits of y, mean and rstd, and the kernel's widened instructions.
+fn forward<T: Float>(
+    k: &lnc::Kernel,
+    x: &[T],
+    w: &[T],
+    b: &[T],
+    shift: usize,
+    checked: bool,
+) -> Vec<Vec<u64>> {
+    let n = w.len();
+    let m = x.len() / n;
+    let nan = T::from_f32(f32::NAN);
+    let mut buf = vec![nan; m * n + shift];
+    let (mut mean, mut rstd) = (vec![f32::NAN; m], vec![f32::NAN; m]);
+    let y = &mut buf[shift..];
+    let args = lnc::args![x, y, w, b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32];
+    if checked {
+        k.launch(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
+    } else {
+        // SAFETY: every buffer holds the rows the kernel touches.
+        unsafe { k.launch_unchecked(m as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(
+        bits(&buf[..shift]).iter().all(|&b| f64::from_bits(b).is_nan()),
+        "elements before y were written"
+    );
+    vec![bits(&buf[shift..]), bits(&mean), bits(&rstd)]
+}
+
+fn forward_matches<T: Float>() {
+    let mut rng = rng();
+    let sizes = [
+        (5usize, 1usize),
+        (9, 7),
+        (9, 8),
+        (7, 9),
+        (5, 61),
+        (4, 100),
+        (37, 1000),
+        (3, 1023),
+        (64, 1024),
+        (5, 4097),
+    ];
+    for threshold in [u64::MAX, 0] {
+        let (wide, narrow) = (module(true, threshold), module(false, threshold));
+        for (m, n) in sizes {
+            let sig =
+                format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two(), t = T::SIG);
+            let (kw, kn) = (
+                wide.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}")),
+                narrow.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}")),
+            );
+            assert_eq!(kn.widened_instructions(), 0);
+            if lnc::computes_wide() && n >= 8 {
+                assert!(kw.widened_instructions() > 0, "{} {m}x{n}: no loop widened", T::SIG);
+            }
+            let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
+            let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
+            let b: Vec<T> = randn(&mut rng, n, 0.0, 0.5).into_iter().map(T::from_f32).collect();
+            let want = forward(&kn, &x, &w, &b, 0, true);
+            // The float64 reference, to the precision of T's y.
+            let f = |v: &[T]| v.iter().map(|&e| e.to_f32()).collect::<Vec<f32>>();
+            let (ry, _, _) = layer_norm_ref(&f(&x), &f(&w), &f(&b), n, 1e-5);
+            let y: Vec<f32> = want[0].iter().map(|&b| f64::from_bits(b) as f32).collect();
+            let tol = 4.0 * T::U + 1e-5;
+            assert_close(&format!("{} y {m}x{n}", T::SIG), &y, &ry, tol * 4.0, tol);
+            // Shifts leave y off the 32-byte vectors and the lines the streaming loops want.
+            for shift in [0, 1, 4, 7] {
+                for checked in [true, false] {
+                    let got = forward(&kw, &x, &w, &b, shift, checked);
+                    for (k, (g, c)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            g == c,
+                            "{} {m}x{n}, threshold {threshold}, y shifted {shift}, checked {checked}: output {k} \
+                             differs from 128-bit vectors'",
+                            T::SIG
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn forward_in_256_bits_gives_the_bits_of_128_fp32() {
+    forward_matches::<f32>();
+}
+
+#[test]
+fn forward_in_256_bits_gives_the_bits_of_128_fp16() {
+    forward_matches::<f16>();
+}
+
+#[test]
+fn forward_in_256_bits_gives_the_bits_of_128_bf16() {
+    forward_matches::<bf16>();
+}
+
+/// The dx kernel then the dwdb kernel; the bits of dx, the partial and the final dw, db.
+fn backward<T: Float>(
+    module: &lnc::Module,
+    x: &[T],
+    w: &[T],
+    dy: &[T],
+    n: usize,
+    group: usize,
+) -> Vec<Vec<u64>> {
+    let m = x.len() / n;
+    let block = n.next_power_of_two();
+    let nan = T::from_f32(f32::NAN);
+    let t = T::SIG;
+    // mean and rstd from the forward of the same module.
+    let fwd = module
+        .kernel("_layer_norm_fwd_fused", &format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{block}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+    let b = vec![T::from_f32(0.25); n];
+    fwd.launch(m as u32, &lnc::args![x, &mut y, w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sig = format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}");
+    let dx_k = module.kernel("_layer_norm_bwd_dx_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+    let mut locks = vec![0i32; 2 * group];
+    let (mut pdw, mut pdb, mut dx) = (vec![nan; group * n], vec![nan; group * n], vec![nan; m * n]);
+    dx_k.launch(
+        m as u32,
+        &lnc::args![
+            &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dwdb = module
+        .kernel("_layer_norm_bwd_dwdb", &format!("*{t},*{t},*{t},*{t},i32,i32,32,128"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut dw, mut db) = (vec![nan; n], vec![nan; n]);
+    let rows = group.min(m);
+    dwdb.launch(n.div_ceil(128) as u32, &lnc::args![&pdw, &pdb, &mut dw, &mut db, rows as i32, n as i32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The partial sums' order of accumulation depends on the schedule: only the groups
+    // of one row each are compared bit for bit (group >= m below).
+    vec![bits(&dx), bits(&pdw), bits(&pdb), bits(&dw), bits(&db)]
+}
+
+fn backward_matches<T: Float>() {
+    let mut rng = rng();
+    let (wide, narrow) = (module(true, u64::MAX), module(false, u64::MAX));
+    for (m, n) in [(5usize, 9usize), (7, 61), (11, 1000), (4, 1029), (3, 4097)] {
+        let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
+        let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
+        let dy: Vec<T> = randn(&mut rng, m * n, 0.0, 0.1).into_iter().map(T::from_f32).collect();
+        // One row per group: every partial sum is one row's terms, in any schedule.
+        let group = m;
+        let got = backward(&wide, &x, &w, &dy, n, group);
+        let want = backward(&narrow, &x, &w, &dy, n, group);
+        for (k, (g, c)) in got.iter().zip(&want).enumerate() {
+            assert!(g == c, "{} {m}x{n}: backward output {k} differs from 128-bit vectors'", T::SIG);
+        }
+        let dx: Vec<f32> = got[0].iter().map(|&b| f64::from_bits(b) as f32).collect();
+        assert!(dx.iter().all(|v| v.is_finite()), "{} {m}x{n}: dx has unwritten elements", T::SIG);
+    }
+}
+
+#[test]
+fn backward_in_256_bits_gives_the_bits_of_128_fp32() {
+    backward_matches::<f32>();
+}
+
+#[test]
+fn backward_in_256_bits_gives_the_bits_of_128_fp16() {
+    backward_matches::<f16>();
+}
+
+#[test]
+fn backward_in_256_bits_gives_the_bits_of_128_bf16() {
+    backward_matches::<bf16>();
+}
+
+/// A safe launch of a 256-bit loop whose 8 lanes would pass the end of a buffer fails,
+/// naming the access, and writes nothing past it.
+#[test]
+fn a_256_bit_access_past_a_buffer_fails_under_a_safe_launch() {
+    let k = module(true, u64::MAX)
+        .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (m, n) = (4usize, 1000usize);
+    let x = vec![1.5f32; m * n];
+    let w = vec![1.0f32; n - 3]; // 3 elements short
+    let b = vec![0.0f32; n];
+    let mut y = vec![f32::NAN; m * n];
+    let (mut mean, mut rstd) = (vec![0.0f32; m], vec![0.0f32; m]);
+    let err = k
+        .launch(m as u32, &lnc::args![&x, &mut y, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
+        .expect_err("W is too short");
+    let text = err.to_string();
+    assert!(text.contains("W"), "{text}");
+}
