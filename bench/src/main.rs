@@ -847,12 +847,18 @@ fn print_check_cost(title: &str, rows: &[Row]) {
 }
 
 /// Cold compile of one kernel: a fresh `Jit` every time (no cache), source text to callable.
-fn cold_compile(source: &str, kernel: &str, signature: &str, reps: usize) -> Result<()> {
+fn cold_compile(
+    opts: &lnc::CompileOptions,
+    source: &str,
+    kernel: &str,
+    signature: &str,
+    reps: usize,
+) -> Result<()> {
     let mut wall = Vec::new();
     let mut parts: [Vec<f64>; 4] = Default::default();
     for _ in 0..reps + 2 {
         let t = Instant::now();
-        let jit = Jit::new();
+        let jit = Jit::with_options(opts.clone());
         let k = jit
             .module("triton_05_layer_norm.py", source)
             .and_then(|m| m.kernel(kernel, signature))
@@ -1006,9 +1012,9 @@ fn run(opts: Opts) -> Result<()> {
         "{:<26} | {:>8} | {:>8} | {:>8} | {:>5} {:>5} {:>5} {:>7} | signature",
         "kernel", "median", "best", "first", "front", "opt", "tile", "codegen"
     );
-    cold_compile(&source, FWD, &fwd_signature(1024), compile_reps)?;
-    cold_compile(&source, BWD_DX, &dx_signature(1024), compile_reps)?;
-    cold_compile(&source, BWD_DWDB, DWDB_SIGNATURE, compile_reps)?;
+    cold_compile(&compile_opts, &source, FWD, &fwd_signature(1024), compile_reps)?;
+    cold_compile(&compile_opts, &source, BWD_DX, &dx_signature(1024), compile_reps)?;
+    cold_compile(&compile_opts, &source, BWD_DWDB, DWDB_SIGNATURE, compile_reps)?;
     launch_overhead(opts.unchecked)?;
 
     let max_n = sizes.iter().copied().max().unwrap_or(1);
