@@ -102,8 +102,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) wide_stores: u32,
     /// Tiles moved into or out of wide loops so far (`wide::staging_offset`).
     pub(crate) wide_transfers: u32,
-    /// The `stream_ok` instructions deciding whether stores of wide loops stream.
-    pub(crate) wide_stream_oks: HashSet<lir::Inst>,
+    /// Emitting the copy of a wide loop in 128-bit vectors that streams rows not aligned
+    /// to 32 bytes (`codegen_for`).
+    pub(crate) narrow_copy: bool,
 }
 
 /// Where in the scratch area `fp16` tiles are rounded with F16C (module `f16c`): 16 bytes
@@ -213,9 +214,8 @@ pub(crate) fn codegen_fn(
         wide_emitted: 0,
         wide_stores: 0,
         wide_transfers: 0,
-        wide_stream_oks: HashSet::new(),
+        narrow_copy: false,
     };
-    fx.wide_stream_oks = crate::wide::stream_oks(f, &fx.wide_loops);
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
     if opts.fused_subs && ports::host_has_fma(fx.module.isa()) {
@@ -804,9 +804,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2)?;
             let (p, n) = (fx.scalar(data.args[0])?, fx.scalar(data.args[1])?);
             let size = fx.f.ty(data.args[0]).dtype().size();
-            // A wide loop's non-temporal stores are 32 bytes (module `wide`).
-            let align = if fx.wide_stream_oks.contains(&inst) { 32 } else { 16 };
-            CVal::Scalar(stream_ok(fx, p, n, size, align))
+            CVal::Scalar(stream_ok(fx, p, n, size))
         }
         Opcode::Atomic { op, addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
@@ -1068,9 +1066,37 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     if let Some((flag, dispatch, cached)) = versions {
         fx.bcx.switch_to_block(dispatch);
         let params = block_args(fx.bcx.block_params(dispatch));
-        fx.bcx.ins().brif(flag, body, &params, cached, &params);
+        // A wide loop's non-temporal stores write 32 bytes, which must be aligned: a row
+        // whose first streamed store is not (16 bytes past, as `stream_ok` allows) streams
+        // through a copy of the loop in 128-bit vectors instead.
+        let narrow = if wide {
+            let tys: Vec<Type> =
+                fx.bcx.block_params(body).iter().map(|&p| fx.bcx.func.dfg.value_type(p)).collect();
+            let (pick, narrow) = (fx.bcx.create_block(), fx.bcx.create_block());
+            for &t in &tys {
+                fx.bcx.append_block_param(pick, t);
+                fx.bcx.append_block_param(narrow, t);
+            }
+            fx.bcx.ins().brif(flag, pick, &params, cached, &params);
+            fx.bcx.switch_to_block(pick);
+            let aligned = crate::wide::streams_aligned(fx, inst, lb)?;
+            fx.bcx.ins().brif(aligned, body, &params, narrow, &params);
+            Some(narrow)
+        } else {
+            fx.bcx.ins().brif(flag, body, &params, cached, &params);
+            None
+        };
         fx.streaming = true;
         let streamed = for_body(fx, inst, body, exit, (stepping, ub64));
+        let streamed = streamed.and_then(|()| match narrow {
+            Some(narrow) => {
+                fx.narrow_copy = true;
+                let r = for_body(fx, inst, narrow, exit, (stepping, ub64));
+                fx.narrow_copy = false;
+                r
+            }
+            None => Ok(()),
+        });
         fx.streaming = false;
         streamed?;
         for_body(fx, inst, cached, exit, (stepping, ub64))?;
@@ -1274,7 +1300,7 @@ fn for_body(
         Stepping::Extended => fx.bcx.ins().ireduce(narrow, param),
         Stepping::Checked => param,
     };
-    let wide = fx.wide_loops.contains(&inst);
+    let wide = fx.wide_loops.contains(&inst) && !fx.narrow_copy;
     let mut args = vec![CVal::Scalar(iv)];
     args.extend(if wide {
         wide_vals(fx, body, 1, &carried_tys)?
@@ -1325,12 +1351,12 @@ fn for_body(
 /// `stream_ok`: the address is 16-byte aligned and `count` elements of `size` bytes per
 /// program over the whole grid reach the streaming threshold (counted in `f64`, which
 /// cannot overflow).
-fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32, align: i64) -> Value {
+fn stream_ok(fx: &mut FunctionCx, ptr: Value, count: Value, size: u32) -> Value {
     let threshold = fx.opts.stream_bytes;
     if threshold == u64::MAX {
         return fx.bcx.ins().iconst(types::I8, 0);
     }
-    let low = fx.bcx.ins().band_imm_u(ptr, align - 1);
+    let low = fx.bcx.ins().band_imm_u(ptr, 15);
     let aligned = fx.bcx.ins().icmp_imm_u(IntCC::Equal, low, 0);
     let count = fx.bcx.ins().fcvt_from_sint(types::F64, count);
     let size = fx.bcx.ins().f64const(f64::from(size));

@@ -100,6 +100,12 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
     if !data.results.iter().all(|&r| !f.ty(r).is_tile() || wide_tile(f.ty(r))) {
         return false;
     }
+    // Its streaming copy may run in 128-bit vectors (`base::codegen_for`), which would
+    // take carried tiles in another form.
+    let streams = region.insts.iter().any(|&i| f.insts[i].stream_flag().is_some());
+    if streams && data.results.iter().any(|&r| f.ty(r).is_tile()) {
+        return false;
+    }
     let mut uses: std::collections::HashMap<lir::Value, Vec<lir::Inst>> = std::collections::HashMap::new();
     for &i in &region.insts {
         for &a in &f.insts[i].args {
@@ -169,32 +175,52 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
     tiles
 }
 
-/// The `stream_ok` instructions whose result the streaming stores of `loops` depend on.
-pub(crate) fn stream_oks(f: &lir::Function, loops: &HashSet<lir::Inst>) -> HashSet<lir::Inst> {
-    let mut def = std::collections::HashMap::new();
-    f.walk(|i| {
-        for &r in &f.insts[i].results {
-            def.insert(r, i);
+/// Whether the streaming stores of wide loop `l` write 32-byte aligned vectors from its
+/// first iteration (`lb`) on: the first one's address is, and the others' offsets differ
+/// from it by multiples of 32 bytes. False when that cannot be told from the loop.
+pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> Result<Value, CodegenError> {
+    let f = fx.f;
+    let region = &f.insts[l].regions[0];
+    let iv = region.args[0];
+    // The constant each streaming store's offset adds to the index.
+    let shift = |v: lir::Value| -> Option<i64> {
+        if v == iv {
+            return Some(0);
         }
-    });
-    let mut work: Vec<lir::Value> = loops
-        .iter()
-        .flat_map(|&l| f.insts[l].regions[0].insts.iter().filter_map(|&i| f.insts[i].stream_flag()))
-        .collect();
-    let mut seen = HashSet::new();
-    let mut out = HashSet::new();
-    while let Some(v) = work.pop() {
-        if !seen.insert(v) {
+        let lir::ValueDef::Result(i, _) = f.values[v].def else { return None };
+        let d = &f.insts[i];
+        let Opcode::Binary(BinOp::Add) = d.opcode else { return None };
+        let c = if d.args[0] == iv {
+            d.args[1]
+        } else if d.args[1] == iv {
+            d.args[0]
+        } else {
+            return None;
+        };
+        lnc_lir::ranges::const_int(f, c)
+    };
+    let mut first = None;
+    let mut all = true;
+    for &i in &region.insts {
+        let d = &f.insts[i];
+        if d.stream_flag().is_none() {
             continue;
         }
-        let Some(&i) = def.get(&v) else { continue };
-        if f.insts[i].opcode == Opcode::StreamOk {
-            out.insert(i);
-        } else if f.insts[i].regions.is_empty() {
-            work.extend(f.insts[i].args.iter().copied());
+        let size = i64::from(f.ty(d.args[2]).dtype().size());
+        match shift(d.args[1]) {
+            Some(k) if (k * size) % 32 == 0 => first = first.or(Some((d.args[0], size))),
+            _ => all = false,
         }
     }
-    out
+    let Some((ptr, size)) = first.filter(|_| all) else {
+        return Ok(fx.bcx.ins().iconst(types::I8, 0));
+    };
+    let base = fx.scalar(ptr)?;
+    let lb = crate::num::int_to_i64(&mut fx.bcx, f.ty(iv).dtype(), lb);
+    let at = fx.bcx.ins().imul_imm_s(lb, size);
+    let at = fx.bcx.ins().iadd(base, at);
+    let low = fx.bcx.ins().band_imm_u(at, 31);
+    Ok(fx.bcx.ins().icmp_imm_u(cranelift_codegen::ir::condcodes::IntCC::Equal, low, 0))
 }
 
 /// The Cranelift types of a carried value of type `ty` in a wide loop.
