@@ -216,3 +216,45 @@ fn a_256_bit_access_past_a_buffer_fails_under_a_safe_launch() {
     let text = err.to_string();
     assert!(text.contains("W"), "{text}");
 }
+
+/// A streaming store 16 bytes past each 32-byte boundary of a 32-byte aligned output
+/// (found by review: the widened `vmovntps ymm` faulted there). Every output offset 0..7
+/// elements, streaming forced and by the default threshold, checked and unchecked: the
+/// right values, nothing written around them.
+#[test]
+fn a_streaming_store_off_32_bytes_streams_in_128_bits() {
+    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\n\
+               def shifted(X, OUT, a, BLOCK: tl.constexpr):\n\
+               \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
+               \x20   x = tl.load(X + offs)\n\
+               \x20   tl.store(OUT + (offs + 4), x * a)\n";
+    for (threshold, blocks) in [(0u64, 64usize), (lnc::CompileOptions::default().stream_threshold, 4096)] {
+        let opts = lnc::CompileOptions { lanes: 8, stream_threshold: threshold, ..Default::default() };
+        let module = lnc::Jit::with_options(opts).module("shifted.py", src.to_string()).expect("parses");
+        let k = module.kernel("shifted", "*fp32,*fp32,fp32,1024").unwrap_or_else(|e| panic!("{e}"));
+        assert!(k.streaming_stores().streamed > 0, "{:?}", k.streaming_stores());
+        assert_eq!(k.widened_instructions() > 0, lnc::computes_wide());
+        let n = blocks * 1024;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 + 1.0).collect();
+        let mut out = vec![f32::NAN; n + 64];
+        let aligned = (8 - (out.as_ptr() as usize % 32) / 4) % 8;
+        for shift in 0..8 {
+            let off = aligned + shift;
+            for checked in [true, false] {
+                out.fill(f32::NAN);
+                let args = [lnc::Arg::at(&x, 0), lnc::Arg::at_mut(&mut out, off), 2.0f32.into()];
+                if checked {
+                    k.launch(blocks as u32, &args).unwrap_or_else(|e| panic!("{e}"));
+                } else {
+                    // SAFETY: OUT holds the 4 + n elements past `off` the kernel writes.
+                    unsafe { k.launch_unchecked(blocks as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
+                }
+                let what = format!("threshold {threshold}, OUT {off} elements in, checked {checked}");
+                assert!(out[..off + 4].iter().all(|v| v.is_nan()), "{what}: written before");
+                assert!(out[off + 4 + n..].iter().all(|v| v.is_nan()), "{what}: written after");
+                let bad = (0..n).filter(|&i| out[off + 4 + i] != x[i] * 2.0).count();
+                assert_eq!(bad, 0, "{what}: wrong elements");
+            }
+        }
+    }
+}

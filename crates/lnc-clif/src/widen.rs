@@ -238,11 +238,12 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
 /// The kind of the instruction `ins` marked `mark`, if it is one this module widens.
 fn marked_kind(code: &[u8], ins: &Instruction, mark: u8) -> Option<Kind> {
     let (kind, wanted): (Kind, &[Mnemonic]) = match mark {
-        LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovaps, Mnemonic::Vmovdqu]),
+        // Unaligned moves only: widened, an aligned one would want 32-byte alignment.
+        LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),
         F16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vcvtph2ps]),
         STREAM_MARK => (Kind::Store, &[Mnemonic::Vmovntps]),
         F16_STORE_MARK => (Kind::Store, &[Mnemonic::Vcvtps2ph]),
-        _ => (Kind::Store, &[Mnemonic::Vmovups, Mnemonic::Vmovaps, Mnemonic::Vmovdqu]),
+        _ => (Kind::Store, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),
     };
     let memory_operand = (0..ins.op_count()).position(|k| ins.op_kind(k) == OpKind::Memory)?;
     let memory_ok = (kind == Kind::Load) == (memory_operand == 1);
