@@ -113,6 +113,9 @@ struct Row {
     /// Forward of bounds-checked runs: the same kernel launched without checks, and the
     /// median over repetitions of checked time / unchecked time of the same repetition.
     unchecked: Option<(Times, f64)>,
+    /// Forward: the kernel compiled with 128-bit vectors only, and the median over
+    /// repetitions of its time / lnc's time of the same repetition.
+    narrow: Option<(Times, f64)>,
 }
 
 /// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
@@ -239,6 +242,9 @@ struct Ctx<'a> {
     flush: Option<&'a Mutex<lnc_runtime::CacheFlush>>,
     /// More modules of the same source, for more copies of the forward kernel (below).
     copies: &'a [Module],
+    /// The same source compiled with 128-bit vectors only (`CompileOptions::narrow`), when
+    /// lnc's kernels have 256-bit loops: timed in the forward's repetitions too.
+    narrow: Option<&'a Module>,
 }
 
 impl Ctx<'_> {
@@ -305,7 +311,12 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     check("mean", n, &mean_l, &mean_r, 1e-5, 1e-5)?;
     check("rstd", n, &rstd_l, &rstd_r, 1e-5, 1e-4)?;
 
+    let k_narrow = match ctx.narrow {
+        Some(m) => Some(m.kernel(FWD, &fwd_signature(n)).map_err(|e| e.to_string())?),
+        None => None,
+    };
     let (mut tl, mut tr, mut tc, mut tu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tn = Vec::new();
     for rep in 0..ctx.warmup + ctx.reps {
         // The cost of bounds checks: the same copy of the kernel unchecked, in the same
         // repetition, before the checked launch on odd repetitions and after it on even ones.
@@ -320,6 +331,14 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             ctx.cool();
             u = Some(run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, true)?);
         }
+        let mut narrow = None;
+        if let Some(kn) = &k_narrow {
+            ctx.cool();
+            let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean_l, &mut rstd_l, n as i32, n as i32, EPS];
+            let t = Instant::now();
+            launch(kn, M as u32, &args, ctx.unchecked)?;
+            narrow = Some(t.elapsed().as_secs_f64());
+        }
         ctx.cool();
         let t = Instant::now();
         baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
@@ -333,12 +352,15 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             tr.push(r);
             tc.push(c);
             tu.extend(u);
+            tn.extend(narrow);
         }
     }
     // Pairing each checked launch with the unchecked one of its repetition cancels the
     // drift of the machine's bandwidth between repetitions.
     let paired: Vec<f64> = tl.iter().zip(&tu).map(|(a, u)| a / u).collect();
     let unchecked = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
+    let paired: Vec<f64> = tn.iter().zip(&tl).map(|(n, a)| n / a).collect();
+    let narrow = (!tn.is_empty()).then(|| (Times::of(tn), Times::of(paired).median));
     Ok(Row {
         n,
         compile,
@@ -348,6 +370,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         dwdb: None,
         rust_seed: None,
         unchecked,
+        narrow,
     })
 }
 
@@ -446,6 +469,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         dwdb: Some(Times::of(td)),
         rust_seed: Some(Times::of(ts)),
         unchecked: None,
+        narrow: None,
     })
 }
 
@@ -825,6 +849,28 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
     }
 }
 
+/// The forward against the same kernel compiled with 128-bit vectors only, timed in the
+/// same repetitions.
+fn print_wide_gain(title: &str, rows: &[Row]) {
+    println!(
+        "\n{title}: median ms per launch (best), lnc and lnc compiled with 128-bit vectors only \
+         (--no-wide); gain = median over repetitions of 128-bit/lnc − 1"
+    );
+    println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", "lnc ms", "128-bit ms", "gain");
+    for r in rows {
+        let Some((t, ratio)) = r.narrow else { continue };
+        println!(
+            "{:>6} | {:>7.3} ({:>7.3}) | {:>7.3} ({:>7.3}) | {:>7.1}%",
+            r.n,
+            r.lnc.median * 1e3,
+            r.lnc.best * 1e3,
+            t.median * 1e3,
+            t.best * 1e3,
+            100.0 * (ratio - 1.0)
+        );
+    }
+}
+
 /// The forward's safe launches against unchecked launches of the same kernel, timed in the
 /// same repetitions.
 fn print_check_cost(title: &str, rows: &[Row]) {
@@ -1043,6 +1089,13 @@ fn run(opts: Opts) -> Result<()> {
             };
             let module = new_module()?;
             let copies = (1..FWD_COPIES).map(|_| new_module()).collect::<Result<Vec<_>>>()?;
+            let narrow = (compile_opts.wide && lnc::computes_wide())
+                .then(|| {
+                    Jit::with_options(compile_opts.clone().narrow())
+                        .module(path.display().to_string(), source.clone())
+                        .map_err(|e| e.to_string())
+                })
+                .transpose()?;
             let ctx = Ctx {
                 module: &module,
                 compiled: RefCell::default(),
@@ -1052,6 +1105,7 @@ fn run(opts: Opts) -> Result<()> {
                 chunks: 4 * threads,
                 flush: flush.as_ref(),
                 copies: &copies,
+                narrow: narrow.as_ref(),
             };
             sweep(&ctx, buf, &sizes)
         })
@@ -1072,6 +1126,9 @@ fn run(opts: Opts) -> Result<()> {
 
     if fwd.iter().any(|r| r.unchecked.is_some()) {
         print_check_cost(&format!("cost of bounds checks on the forward, {tag}"), &fwd);
+    }
+    if fwd.iter().any(|r| r.narrow.is_some()) {
+        print_wide_gain(&format!("256-bit loops on the forward, {tag}"), &fwd);
     }
 
     if !opts.no_half {
@@ -1098,6 +1155,7 @@ fn run(opts: Opts) -> Result<()> {
                 chunks: 4 * threads,
                 flush: flush.as_ref(),
                 copies: &[],
+                narrow: None,
             };
             // The same kernels converting tile by tile, for the gain of whole-row conversions.
             let opts = lnc::CompileOptions { half_rows: false, ..compile_opts.clone() };

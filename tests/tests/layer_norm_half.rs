@@ -307,7 +307,10 @@ fn same_flows<T: Half + PartialEq + std::fmt::Debug>(modules: &[lnc::Module; 2])
 /// Whole-row conversions (`row_load`/`row_store`, the default without F16C) and
 /// conversions tile by tile in JIT code give the same bits ([`same_flows`]).
 fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
-    let opts = lnc::CompileOptions { verify: true, f16c: false, ..Default::default() };
+    // Tiles of one width in both: with 256-bit loops the width follows the plan (8 lanes
+    // where a loop qualifies, as over the rows' scratch; 4 where none does, as over
+    // integer-converted tiles), and the width orders a reduction's additions.
+    let opts = lnc::CompileOptions { verify: true, f16c: false, lanes: 8, wide: false, ..Default::default() };
     let with_rows = lnc::Jit::with_options(opts.clone());
     let tiles = lnc::Jit::with_options(lnc::CompileOptions { half_rows: false, ..opts });
     let modules = [&with_rows, &tiles]

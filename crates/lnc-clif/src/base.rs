@@ -1026,7 +1026,11 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     }
     let init = if wide {
         let mut out = Vec::new();
-        for (&ty, v) in carried_tys.iter().zip(&init) {
+        for ((&ty, v), &a) in carried_tys.iter().zip(&init).zip(&data.args[3..]) {
+            if let Some(parts) = crate::wide::enter_splat(fx, ty, a)? {
+                out.extend(parts);
+                continue;
+            }
             let flat = value::to_canonical(&mut fx.bcx, ty, v)?;
             out.extend(crate::wide::enter(fx, ty, &flat)?);
         }

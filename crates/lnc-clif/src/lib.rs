@@ -208,6 +208,12 @@ pub fn computes_wide() -> bool {
     host_isa().is_ok_and(|isa| marks::isa_has(&*isa, "has_avx2"))
 }
 
+/// Whether some loop of `f` would be computed in 256-bit vectors on this host with
+/// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]).
+pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool) -> bool {
+    computes_wide() && !wide::loops(f, f16c && converts_f16_natively()).is_empty()
+}
+
 /// The host ISA, built once: feature detection and flag parsing are not free and the
 /// result never changes.
 fn host_isa() -> Result<OwnedTargetIsa, CodegenError> {

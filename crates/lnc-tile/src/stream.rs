@@ -284,7 +284,12 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     let k = |f: &mut Function, v: i64| konst(f, DType::I32, Const::Int(v));
     let (zero, s_c, line_c, two_lines, low_c) =
         (k(f, 0), k(f, s), k(f, line), k(f, 2 * line), k(f, line - 1));
-    let vector_low_c = k(f, VECTOR_BYTES / size - 1);
+    // A row streamed whole must start on one of its stores' tiles: 32 bytes where the code
+    // generator computes them at once (lnc-clif's `wide`, which otherwise streams through
+    // a 128-bit copy of the loop, slower than these rows' split).
+    let tile_bytes =
+        chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, 32);
+    let vector_low_c = k(f, tile_bytes / size - 1);
     let no = konst(f, DType::I1, Const::Int(0));
     let row_end = row_end(f, l, parent, ptr);
     let ptr_ty = f.ty(ptr);

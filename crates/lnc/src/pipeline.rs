@@ -210,7 +210,14 @@ pub(crate) fn compile(
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
         ..Default::default()
     };
-    let lir = lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
+    let mut lir =
+        lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
+    // 8-lane tiles are for the loops computed in 256 bits; where none qualifies, the
+    // 4-lane tiles of one 128-bit vector run faster than pairs of them.
+    if opts.wide && tile_opts.lanes == 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
+        let narrow = lnc_tile::TileOptions { lanes: 4, ..tile_opts };
+        lir = lnc_tile::lower(&bir, &narrow).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
+    }
     timings.tile = t.elapsed();
     if opts.verify {
         lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
