@@ -102,9 +102,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) wide_stores: u32,
     /// Tiles moved into or out of wide loops so far (`wide::staging_offset`).
     pub(crate) wide_transfers: u32,
-    /// Emitting the copy of a wide loop in 128-bit vectors that streams rows not aligned
-    /// to 32 bytes (`codegen_for`).
-    pub(crate) narrow_copy: bool,
+    /// The broadcasts of the constants of the wide loop being emitted
+    /// (`wide::broadcast_constants`).
+    pub(crate) wide_consts: HashMap<lir::Value, Value>,
 }
 
 /// Where in the scratch area `fp16` tiles are rounded with F16C (module `f16c`): 16 bytes
@@ -214,7 +214,7 @@ pub(crate) fn codegen_fn(
         wide_emitted: 0,
         wide_stores: 0,
         wide_transfers: 0,
-        narrow_copy: false,
+        wide_consts: HashMap::new(),
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
@@ -1025,6 +1025,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.wide_emitted += 1;
     }
     let init = if wide {
+        crate::wide::broadcast_constants(fx, inst)?;
         let mut out = Vec::new();
         for ((&ty, v), &a) in carried_tys.iter().zip(&init).zip(&data.args[3..]) {
             if let Some(parts) = crate::wide::enter_splat(fx, ty, a)? {
@@ -1071,36 +1072,18 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.bcx.switch_to_block(dispatch);
         let params = block_args(fx.bcx.block_params(dispatch));
         // A wide loop's non-temporal stores write 32 bytes, which must be aligned: a row
-        // whose first streamed store is not (16 bytes past, as `stream_ok` allows) streams
-        // through a copy of the loop in 128-bit vectors instead.
-        let narrow = if wide {
-            let tys: Vec<Type> =
-                fx.bcx.block_params(body).iter().map(|&p| fx.bcx.func.dfg.value_type(p)).collect();
-            let (pick, narrow) = (fx.bcx.create_block(), fx.bcx.create_block());
-            for &t in &tys {
-                fx.bcx.append_block_param(pick, t);
-                fx.bcx.append_block_param(narrow, t);
-            }
-            fx.bcx.ins().brif(flag, pick, &params, cached, &params);
-            fx.bcx.switch_to_block(pick);
+        // whose first streamed store is not (16 bytes past, as `stream_ok` allows) takes
+        // the cached copy. (The `stream` pass streams rows of 32-byte tiles whole only
+        // from a 32-byte boundary; rows 16 bytes past one stream their whole lines.)
+        let flag = if wide {
             let aligned = crate::wide::streams_aligned(fx, inst, lb)?;
-            fx.bcx.ins().brif(aligned, body, &params, narrow, &params);
-            Some(narrow)
+            fx.bcx.ins().band(flag, aligned)
         } else {
-            fx.bcx.ins().brif(flag, body, &params, cached, &params);
-            None
+            flag
         };
+        fx.bcx.ins().brif(flag, body, &params, cached, &params);
         fx.streaming = true;
         let streamed = for_body(fx, inst, body, exit, (stepping, ub64));
-        let streamed = streamed.and_then(|()| match narrow {
-            Some(narrow) => {
-                fx.narrow_copy = true;
-                let r = for_body(fx, inst, narrow, exit, (stepping, ub64));
-                fx.narrow_copy = false;
-                r
-            }
-            None => Ok(()),
-        });
         fx.streaming = false;
         streamed?;
         for_body(fx, inst, cached, exit, (stepping, ub64))?;
@@ -1113,6 +1096,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.values[v] = c;
     }
     let results = if wide {
+        fx.wide_consts.clear();
         let params = fx.bcx.block_params(exit).to_vec();
         let mut out = Vec::new();
         let mut at = 0;
@@ -1304,7 +1288,7 @@ fn for_body(
         Stepping::Extended => fx.bcx.ins().ireduce(narrow, param),
         Stepping::Checked => param,
     };
-    let wide = fx.wide_loops.contains(&inst) && !fx.narrow_copy;
+    let wide = fx.wide_loops.contains(&inst);
     let mut args = vec![CVal::Scalar(iv)];
     args.extend(if wide {
         wide_vals(fx, body, 1, &carried_tys)?

@@ -112,12 +112,6 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
     if data.args[3..].iter().any(|&a| f.ty(a).is_tile() && !splat(a)) {
         return false;
     }
-    // Its streaming copy may run in 128-bit vectors (`base::codegen_for`), which would
-    // take carried tiles in another form.
-    let streams = region.insts.iter().any(|&i| f.insts[i].stream_flag().is_some());
-    if streams && data.results.iter().any(|&r| f.ty(r).is_tile()) {
-        return false;
-    }
     let mut uses: std::collections::HashMap<lir::Value, Vec<lir::Inst>> = std::collections::HashMap::new();
     for &i in &region.insts {
         for &a in &f.insts[i].args {
@@ -357,10 +351,45 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
             Err(CodegenError::InvalidIr(format!("{v}: a tile of a wide loop not in wide parts")))
         }
         CVal::Scalar(s) => {
-            let b = fx.bcx.ins().splat(PART, s);
+            let b = match fx.wide_consts.get(&v) {
+                Some(&b) => b,
+                None => fx.bcx.ins().splat(PART, s),
+            };
             Ok(vec![b; count])
         }
     }
+}
+
+/// Broadcasts, in front of wide loop `l`, the `fp32` constants its tile instructions use
+/// ([`parts`] takes them): Cranelift folds the `splat` of a constant into a vector loaded
+/// from its constant pool, 16 bytes that are not widened, so each goes through bytes of
+/// scratch of its own instead (stored as `i32`, broadcast from memory as `f32`).
+pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(), CodegenError> {
+    let f = fx.f;
+    let mut done = HashSet::new();
+    for &i in &f.insts[l].regions[0].insts {
+        let d = &f.insts[i];
+        if !d.results.iter().any(|&r| f.ty(r).is_tile()) {
+            continue;
+        }
+        for &a in &d.args {
+            let lir::ValueDef::Result(c, _) = f.values[a].def else { continue };
+            if f.ty(a) != Ty::Scalar(DType::F32)
+                || !matches!(f.insts[c].opcode, Opcode::Const(_))
+                || !done.insert(a)
+            {
+                continue;
+            }
+            let s = fx.scalar(a)?;
+            let at = slot_address(fx);
+            let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
+            fx.bcx.ins().store(data_flags(), bits, at, 0);
+            let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
+            let b = fx.bcx.ins().splat(PART, x);
+            fx.wide_consts.insert(a, b);
+        }
+    }
+    Ok(())
 }
 
 /// Emits `inst`, an instruction of a wide loop that touches tiles ([`eligible`]).

@@ -285,8 +285,8 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     let (zero, s_c, line_c, two_lines, low_c) =
         (k(f, 0), k(f, s), k(f, line), k(f, 2 * line), k(f, line - 1));
     // A row streamed whole must start on one of its stores' tiles: 32 bytes where the code
-    // generator computes them at once (lnc-clif's `wide`, which otherwise streams through
-    // a 128-bit copy of the loop, slower than these rows' split).
+    // generator computes them at once (lnc-clif's `wide`, whose non-temporal stores then
+    // need that alignment); a row 16 bytes past one streams its whole lines instead.
     let tile_bytes =
         chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, 32);
     let vector_low_c = k(f, tile_bytes / size - 1);
