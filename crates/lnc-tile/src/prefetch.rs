@@ -46,7 +46,11 @@
 //!   constant, and the row it covers at most [`MAX_ROW_BYTES`]: a row larger than the
 //!   second-level cache would push out the current program's data before the next
 //!   program used the prefetched lines; and at least [`MIN_ROW_BYTES`], a page, or
-//!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads.
+//!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads. A host loop of 32-byte tiles
+//!   (8 lanes of fp32, computed in 256 bits where the host has AVX2) takes rows of
+//!   [`MIN_HALF_ROW_BYTES`] to half [`MAX_ROW_BYTES`]: its passes are too short for the
+//!   hardware prefetchers to bring a 2 KB row meanwhile, and 64 KB of prefetches came too
+//!   fast.
 //!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
@@ -248,10 +252,6 @@ fn host_of(
         }
         let elem = i64::from(row_elem_bytes(f, row)?);
         let (_, max_ub) = ranges.of(f, data.args[1]);
-        let min_row = match first {
-            First::Loop(_) => MIN_ROW_BYTES,
-            First::Row => MIN_HALF_ROW_BYTES,
-        };
         // A pass of 32-byte tiles (8 lanes of fp32, computed in 256 bits where the host has
         // AVX2) runs twice as fast: its 64 KB of prefetches then came too fast for the
         // row in hand (seed forward at N = 16384, 2 threads, flushed: 7.96 ms without
@@ -263,6 +263,14 @@ fn host_of(
                 .any(|&r| matches!(f.ty(r), Ty::Tile(dt, lanes) if dt.size().max(4) * lanes as u32 >= 32))
         });
         let max_row = if wide { MAX_ROW_BYTES / 2 } else { MAX_ROW_BYTES };
+        // And its passes over a row of 2 KB in the cache end too soon for the hardware
+        // prefetchers to bring the next row meanwhile (fp32 rows of 3 KB and 4 KB, 2
+        // threads, flushed: 15-38 % faster with the prefetches).
+        let min_row = match first {
+            First::Loop(_) if wide => MIN_HALF_ROW_BYTES,
+            First::Loop(_) => MIN_ROW_BYTES,
+            First::Row => MIN_HALF_ROW_BYTES,
+        };
         if !(min_row as i128..=max_row as i128).contains(&max_ub.saturating_mul(elem.into())) {
             return None;
         }

@@ -158,6 +158,24 @@ def k(X, Y, N, BLOCK: tl.constexpr):
     none(&NORM.replace("row = tl.program_id(0)", "row = 0 * tl.program_id(0)"), "*fp32,*fp32,i32,1024");
 }
 
+/// Loops of 32-byte tiles (8 lanes of fp32, computed in 256 bits on hosts with AVX2)
+/// prefetch rows of 2 KB to 32 KB: their passes are too short for the hardware
+/// prefetchers to bring a 2 KB row meanwhile, and 64 KB of prefetches came too fast.
+#[test]
+fn eight_lane_tiles_prefetch_rows_of_2_to_32_kb() {
+    let count = |lanes: u8, block: usize| {
+        let f = bir(NORM, "k", &format!("*fp32,*fp32,i32,{block}"));
+        let l = tile_opts(&f, TileOptions { lanes, ..Default::default() }).unwrap();
+        prefetches(&l).len()
+    };
+    assert_eq!(count(4, 512), 0);
+    assert!(count(8, 512) > 0);
+    assert_eq!(count(8, 256), 0);
+    assert!(count(4, 16384) > 0);
+    assert_eq!(count(8, 16384), 0);
+    assert!(count(8, 8192) > 0);
+}
+
 #[test]
 fn the_option_turns_it_off() {
     let f = bir(NORM, "k", "*fp32,*fp32,i32,1024");
