@@ -6,21 +6,24 @@
 //! arithmetic, bound the seed's loops.
 //!
 //! A loop qualifies ([`loops`]) when everything in it that touches a tile is a
-//! contiguous unmasked load or store of `fp32`, a splat, `+ - * /`, `fma` or `sqrt` of
-//! `fp32` tiles of a multiple of 8 lanes, and every tile it uses is made inside it or
-//! carried by it. Such a loop is emitted with one Cranelift `f32x4` value per 8 lanes (a
-//! *wide part*, `Tile { per: 8 }`): its low 128 bits are what Cranelift computes, its
-//! high 128 bits what module `widen` makes the same instructions compute after
-//! compilation, by setting the `L` bit of their VEX prefix. Loads and stores of wide
-//! parts carry trap codes of their own ([`LOAD_MARK`], [`STORE_MARK`]): only they are
-//! widened to 32 bytes of memory. Lane-wise register instructions are widened inside the
-//! loop's code, found by the source location every instruction of the loop carries
-//! ([`SRCLOC`]).
+//! contiguous unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows
+//! in scratch), a splat, `+ - * /`, `fma`, `sqrt` or an exact cast, of tiles of a
+//! multiple of 8 lanes; every tile it uses is made inside it or carried by it; and its
+//! carried tiles start as splats. Such a loop is emitted with one Cranelift `f32x4`
+//! value per 8 lanes (a *wide part*, `Tile { per: 8 }`): its low 128 bits are what
+//! Cranelift computes, its high 128 bits what module `widen` makes the same
+//! instructions compute after compilation, by setting the `L` bit of their VEX prefix.
+//! Loads and stores of wide parts carry trap codes of their own ([`LOAD_MARK`],
+//! [`STORE_MARK`], [`STREAM_MARK`], and module `f16c`'s wide marks): only they are
+//! widened to twice their memory. Lane-wise register instructions are widened inside
+//! the loop's code, found by the source location every instruction of the loop carries
+//! ([`srcloc`]).
 //!
-//! Tiles enter and leave the loop through 32-byte stack slots: the two `f32x4` halves of
-//! an initial value are stored (as `i32x4`, so that Cranelift forwards neither to the
-//! marked load) and loaded back with one marked load; a result is stored with one marked
-//! store and its high half loaded back, its low half being the wide part itself.
+//! Values cross the loop's boundary through the program's scratch area (bytes of its
+//! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each
+//! constant the loop uses, as a broadcast of the scalar stored there ([`enter_splat`],
+//! [`broadcast_constants`]); a result as one marked store and its high half loaded back,
+//! its low half being the wide part itself ([`leave`]).
 //!
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
 //! marked store writes was computed by widened instructions from marked loads and
