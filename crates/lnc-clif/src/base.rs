@@ -1028,12 +1028,16 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         crate::wide::broadcast_constants(fx, inst)?;
         let mut out = Vec::new();
         for ((&ty, v), &a) in carried_tys.iter().zip(&init).zip(&data.args[3..]) {
-            if let Some(parts) = crate::wide::enter_splat(fx, ty, a)? {
-                out.extend(parts);
-                continue;
+            match crate::wide::enter_splat(fx, ty, a)? {
+                Some(parts) => out.extend(parts),
+                // `wide::eligible`: only tiles that start as splats are carried.
+                None if crate::wide::wide_tile(ty) => {
+                    return Err(CodegenError::InvalidIr(format!(
+                        "{inst}: a wide loop carries {a}, not a splat"
+                    )));
+                }
+                None => out.extend(value::to_canonical(&mut fx.bcx, ty, v)?),
             }
-            let flat = value::to_canonical(&mut fx.bcx, ty, v)?;
-            out.extend(crate::wide::enter(fx, ty, &flat)?);
         }
         out
     } else {

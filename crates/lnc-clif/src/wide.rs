@@ -272,35 +272,12 @@ fn slot_address(fx: &mut FunctionCx) -> Value {
     crate::memory::scratch_at(fx, offset)
 }
 
-/// The wide parts of an initial value `flat` (canonical `f32x4` parts) of a wide loop.
-pub(crate) fn enter(fx: &mut FunctionCx, ty: Ty, flat: &[Value]) -> Result<Vec<Value>, CodegenError> {
-    if !wide_tile(ty) {
-        return Ok(flat.to_vec());
-    }
-    let flags = crate::value::bitcast_flags();
-    let mut out = Vec::with_capacity(flat.len() / 2);
-    for pair in flat.chunks(2) {
-        let [lo, hi] = pair else {
-            return Err(CodegenError::InvalidIr(format!("a {ty} value of {} parts", flat.len())));
-        };
-        let at = slot_address(fx);
-        for (k, &half) in [lo, hi].into_iter().enumerate() {
-            // `i64x2`: an `i32x4` store would be forwarded to the `i32x4` marked load.
-            let bits = fx.bcx.ins().bitcast(types::I64X2, flags, half);
-            fx.bcx.ins().store(data_flags(), bits, at, 16 * k as i32);
-        }
-        out.push(load_part(fx, at, 0));
-    }
-    Ok(out)
-}
-
 /// The wide parts of the initial value `v` of a wide loop when it is the splat of a
 /// scalar (an accumulator's identity): a broadcast of the scalar stored in scratch, each
-/// part from bytes of its own. Cheaper than [`enter`], whose 32-byte load of two 16-byte
-/// stores cannot be forwarded from them (it waits for them to reach the cache); and not
-/// `splat` of the scalar itself, which Cranelift folds into a constant vector loaded
-/// from its constant pool when the scalar is a constant (16 bytes: not widened), and
-/// merges between parts (copied by moves without VEX: not wide either).
+/// part from bytes of its own. Not `splat` of the scalar itself, which Cranelift folds
+/// into a constant vector loaded from its constant pool when the scalar is a constant
+/// (16 bytes: not widened), and merges between parts (copied by moves without VEX: not
+/// wide either).
 pub(crate) fn enter_splat(
     fx: &mut FunctionCx,
     ty: Ty,
