@@ -849,16 +849,20 @@ fn print_table(title: &str, rows: &[Row], factor: f64) {
     }
 }
 
-/// The forward against the same kernel compiled with 128-bit vectors only, timed in the
-/// same repetitions.
-fn print_wide_gain(title: &str, rows: &[Row]) {
-    println!(
-        "\n{title}: median ms per launch (best), lnc and lnc compiled with 128-bit vectors only \
-         (--no-wide); gain = median over repetitions of 128-bit/lnc − 1"
-    );
-    println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", "lnc ms", "128-bit ms", "gain");
+/// The forward against another build of it timed in the same repetitions (`pick`: its
+/// times, and the median over repetitions of the ratio of the two): `header` names lnc's
+/// column, the other's and the ratio's, `legend` says what the ratio is.
+fn print_paired(
+    title: &str,
+    legend: &str,
+    header: [&str; 3],
+    rows: &[Row],
+    pick: impl Fn(&Row) -> Option<(Times, f64)>,
+) {
+    println!("\n{title}: median ms per launch (best); {legend}");
+    println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", header[0], header[1], header[2]);
     for r in rows {
-        let Some((t, ratio)) = r.narrow else { continue };
+        let Some((t, ratio)) = pick(r) else { continue };
         println!(
             "{:>6} | {:>7.3} ({:>7.3}) | {:>7.3} ({:>7.3}) | {:>7.1}%",
             r.n,
@@ -866,27 +870,6 @@ fn print_wide_gain(title: &str, rows: &[Row]) {
             r.lnc.best * 1e3,
             t.median * 1e3,
             t.best * 1e3,
-            100.0 * (ratio - 1.0)
-        );
-    }
-}
-
-/// The forward's safe launches against unchecked launches of the same kernel, timed in the
-/// same repetitions.
-fn print_check_cost(title: &str, rows: &[Row]) {
-    println!(
-        "\n{title}: median ms per launch (best); overhead = median over repetitions of checked/unchecked − 1"
-    );
-    println!("{:>6} | {:>17} | {:>17} | {:>8}", "N", "checked ms", "unchecked ms", "overhead");
-    for r in rows {
-        let Some((u, ratio)) = r.unchecked else { continue };
-        println!(
-            "{:>6} | {:>7.3} ({:>7.3}) | {:>7.3} ({:>7.3}) | {:>7.1}%",
-            r.n,
-            r.lnc.median * 1e3,
-            r.lnc.best * 1e3,
-            u.median * 1e3,
-            u.best * 1e3,
             100.0 * (ratio - 1.0)
         );
     }
@@ -1082,19 +1065,16 @@ fn run(opts: Opts) -> Result<()> {
     // per sweep, so that each sweep's compile column shows first compiles.
     let measure = |threads: usize, buf: &mut Buffers| -> Result<(Vec<Row>, Vec<Row>)> {
         pool(threads)?.install(|| {
-            let new_module = || {
-                Jit::with_options(compile_opts.clone())
+            let new_module = |opts: lnc::CompileOptions| {
+                Jit::with_options(opts)
                     .module(path.display().to_string(), source.clone())
                     .map_err(|e| e.to_string())
             };
-            let module = new_module()?;
-            let copies = (1..FWD_COPIES).map(|_| new_module()).collect::<Result<Vec<_>>>()?;
+            let module = new_module(compile_opts.clone())?;
+            let copies =
+                (1..FWD_COPIES).map(|_| new_module(compile_opts.clone())).collect::<Result<Vec<_>>>()?;
             let narrow = (compile_opts.wide && lnc::computes_wide())
-                .then(|| {
-                    Jit::with_options(compile_opts.clone().narrow())
-                        .module(path.display().to_string(), source.clone())
-                        .map_err(|e| e.to_string())
-                })
+                .then(|| new_module(compile_opts.clone().narrow()))
                 .transpose()?;
             let ctx = Ctx {
                 module: &module,
@@ -1125,10 +1105,23 @@ fn run(opts: Opts) -> Result<()> {
     );
 
     if fwd.iter().any(|r| r.unchecked.is_some()) {
-        print_check_cost(&format!("cost of bounds checks on the forward, {tag}"), &fwd);
+        print_paired(
+            &format!("cost of bounds checks on the forward, {tag}"),
+            "overhead = median over repetitions of checked/unchecked − 1",
+            ["checked ms", "unchecked ms", "overhead"],
+            &fwd,
+            |r| r.unchecked,
+        );
     }
     if fwd.iter().any(|r| r.narrow.is_some()) {
-        print_wide_gain(&format!("256-bit loops on the forward, {tag}"), &fwd);
+        print_paired(
+            &format!("256-bit loops on the forward, {tag}"),
+            "lnc and lnc compiled with 128-bit vectors only (--no-wide); gain = median over \
+             repetitions of 128-bit/lnc − 1",
+            ["lnc ms", "128-bit ms", "gain"],
+            &fwd,
+            |r| r.narrow,
+        );
     }
 
     if !opts.no_half {

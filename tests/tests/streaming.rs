@@ -33,18 +33,9 @@ fn forward(
     let streams = streams && n >= 8;
     assert_eq!(k.streaming_stores().streamed > 0, streams, "{n}: {:?}", k.streaming_stores());
     assert_eq!(k.streaming_stores().skipped, 0);
-    let mut buf = vec![f32::NAN; m * n + shift];
-    let (mut mean, mut rstd) = (vec![f32::NAN; m], vec![f32::NAN; m]);
-    let y = &mut buf[shift..];
-    let args = lnc::args![x, y, w, b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32];
-    if checked {
-        k.launch(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
-    } else {
-        // SAFETY: every buffer holds the rows the kernel touches.
-        unsafe { k.launch_unchecked(m as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert!(buf[..shift].iter().all(|v| v.is_nan()), "elements before y were written");
-    vec![buf[shift..].to_vec(), mean, rstd]
+    assert_eq!(x.len(), m * n);
+    let (y, mean, rstd) = run_forward(&k, x, w, b, shift, checked);
+    vec![y, mean, rstd]
 }
 
 #[test]

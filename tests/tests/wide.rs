@@ -19,8 +19,7 @@ fn bits<T: Float>(v: &[T]) -> Vec<u64> {
     v.iter().map(|&x| x.to_f64().to_bits()).collect()
 }
 
-/// Runs the forward with `Y` starting `shift` elements into its buffer, every output
-/// poisoned; returns the bits of y, mean and rstd, and the kernel's widened instructions.
+/// [`run_forward`] as the bits of y, mean and rstd.
 fn forward<T: Float>(
     k: &lnc::Kernel,
     x: &[T],
@@ -29,24 +28,8 @@ fn forward<T: Float>(
     shift: usize,
     checked: bool,
 ) -> Vec<Vec<u64>> {
-    let n = w.len();
-    let m = x.len() / n;
-    let nan = T::from_f32(f32::NAN);
-    let mut buf = vec![nan; m * n + shift];
-    let (mut mean, mut rstd) = (vec![f32::NAN; m], vec![f32::NAN; m]);
-    let y = &mut buf[shift..];
-    let args = lnc::args![x, y, w, b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32];
-    if checked {
-        k.launch(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
-    } else {
-        // SAFETY: every buffer holds the rows the kernel touches.
-        unsafe { k.launch_unchecked(m as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
-    }
-    assert!(
-        bits(&buf[..shift]).iter().all(|&b| f64::from_bits(b).is_nan()),
-        "elements before y were written"
-    );
-    vec![bits(&buf[shift..]), bits(&mean), bits(&rstd)]
+    let (y, mean, rstd) = run_forward(k, x, w, b, shift, checked);
+    vec![bits(&y), bits(&mean), bits(&rstd)]
 }
 
 fn forward_matches<T: Float>() {

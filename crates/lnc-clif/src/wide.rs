@@ -292,18 +292,18 @@ pub(crate) fn enter_splat(
         return Ok(None);
     }
     let s = fx.scalar(f.insts[i].args[0])?;
-    let flags = crate::value::bitcast_flags();
-    let mut out = Vec::new();
-    for _ in 0..ty.lanes() / PER {
-        let at = slot_address(fx);
-        // Stored as `i32`, loaded as `f32`: not forwarded, so the load stays a load and
-        // the broadcast reads memory (`vbroadcastss xmm, m32`).
-        let bits = fx.bcx.ins().bitcast(types::I32, flags, s);
-        fx.bcx.ins().store(data_flags(), bits, at, 0);
-        let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
-        out.push(fx.bcx.ins().splat(PART, x));
-    }
-    Ok(Some(out))
+    Ok(Some((0..ty.lanes() / PER).map(|_| broadcast_from_scratch(fx, s)).collect()))
+}
+
+/// A wide part holding the `f32` scalar `s` in every lane: stored into bytes of scratch
+/// of its own as `i32`, loaded back as `f32` (not forwarded from the store, so the load
+/// stays a load, which the broadcast reads: `vbroadcastss xmm, m32`).
+fn broadcast_from_scratch(fx: &mut FunctionCx, s: Value) -> Value {
+    let at = slot_address(fx);
+    let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
+    fx.bcx.ins().store(data_flags(), bits, at, 0);
+    let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
+    fx.bcx.ins().splat(PART, x)
 }
 
 /// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with.
@@ -361,15 +361,30 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
                 continue;
             }
             let s = fx.scalar(a)?;
-            let at = slot_address(fx);
-            let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
-            fx.bcx.ins().store(data_flags(), bits, at, 0);
-            let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
-            let b = fx.bcx.ins().splat(PART, x);
+            let b = broadcast_from_scratch(fx, s);
             fx.wide_consts.insert(a, b);
         }
     }
     Ok(())
+}
+
+/// The split address of the contiguous load or store `inst` of a `ty` tile, through
+/// arguments 0 (pointer) and 1 (offset), bounds-checked unless its check was hoisted.
+fn contiguous_address(
+    fx: &mut FunctionCx,
+    inst: lir::Inst,
+    site: u32,
+    ty: Ty,
+) -> Result<(Value, i32), CodegenError> {
+    let data = &fx.f.insts[inst];
+    let a = Access {
+        ptr: data.args[0],
+        offset: data.args[1],
+        addr: Addressing::Contiguous,
+        site,
+        checked: !fx.prechecked.contains(&inst),
+    };
+    memory::checked_contiguous(fx, a, ty.lanes() as u32)
 }
 
 /// Emits `inst`, an instruction of a wide loop that touches tiles ([`eligible`]).
@@ -382,14 +397,7 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
     let out = match data.opcode {
         Opcode::Load { site, .. } => {
             let ty = f.ty(result.ok_or_else(invalid)?);
-            let a = Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr: Addressing::Contiguous,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
-            let (at, disp) = memory::checked_contiguous(fx, a, ty.lanes() as u32)?;
+            let (at, disp) = contiguous_address(fx, inst, site, ty)?;
             let half = ty.dtype() == DType::F16;
             let mut out = Vec::with_capacity(count(ty));
             for j in 0..count(ty) as i32 {
@@ -403,15 +411,8 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
         }
         Opcode::Store { site, stream, .. } => {
             let ty = f.ty(data.args[2]);
-            let a = Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr: Addressing::Contiguous,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
             let vals = parts(fx, data.args[2], count(ty))?;
-            let (at, disp) = memory::checked_contiguous(fx, a, ty.lanes() as u32)?;
+            let (at, disp) = contiguous_address(fx, inst, site, ty)?;
             let mark = if stream && fx.streaming { STREAM_MARK } else { STORE_MARK };
             for (j, &v) in vals.iter().enumerate() {
                 fx.wide_stores += 1;

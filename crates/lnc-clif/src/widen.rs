@@ -204,14 +204,16 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
         }
         let next = at + ins.len();
         let target = ins.near_branch_target() as usize;
-        match ins.flow_control() {
-            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => work.push(next),
-            FlowControl::ConditionalBranch => work.extend([next, target]),
-            FlowControl::UnconditionalBranch => work.push(target),
-            FlowControl::Return | FlowControl::Exception | FlowControl::Interrupt => {}
+        // Offsets for now, indices below.
+        let succ = match ins.flow_control() {
+            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => vec![next],
+            FlowControl::ConditionalBranch => vec![next, target],
+            FlowControl::UnconditionalBranch => vec![target],
+            FlowControl::Return | FlowControl::Exception | FlowControl::Interrupt => vec![],
             other => return Err(Unproven(format!("{other:?} at {at:#x}"))),
-        }
-        insts.push(Decoded { at, ins, kind: Kind::Other, succ: Vec::new() });
+        };
+        work.extend(succ.iter().copied());
+        insts.push(Decoded { at, ins, kind: Kind::Other, succ });
     }
     insts.sort_unstable_by_key(|d| d.at);
     let mut index = vec![NONE; code.len() + 1];
@@ -222,15 +224,9 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
         return Err(Unproven(format!("instructions overlap at {:#x}", w[1].at)));
     }
     for d in &mut insts {
-        let next = d.at + d.ins.len();
-        let target = d.ins.near_branch_target() as usize;
-        let offsets: &[usize] = match d.ins.flow_control() {
-            FlowControl::Next | FlowControl::Call | FlowControl::IndirectCall => &[next],
-            FlowControl::ConditionalBranch => &[next, target],
-            FlowControl::UnconditionalBranch => &[target],
-            _ => &[],
-        };
-        d.succ = offsets.iter().map(|&o| index[o] as usize).collect();
+        for s in &mut d.succ {
+            *s = index[*s] as usize;
+        }
     }
     Ok((insts, index))
 }

@@ -151,3 +151,30 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f64], atol: f64, rtol: f64)
         );
     }
 }
+
+/// Runs the seed forward `k` on rows of `w.len()` with `Y` starting `shift` elements into
+/// its buffer, every output poisoned with NaN, checked or not; returns y (without the
+/// shift), mean and rstd, after checking that the elements before y kept their poison.
+pub fn run_forward<T: Float>(
+    k: &lnc::Kernel,
+    x: &[T],
+    w: &[T],
+    b: &[T],
+    shift: usize,
+    checked: bool,
+) -> (Vec<T>, Vec<f32>, Vec<f32>) {
+    let n = w.len();
+    let m = x.len() / n;
+    let mut buf = vec![T::from_f32(f32::NAN); m * n + shift];
+    let (mut mean, mut rstd) = (vec![f32::NAN; m], vec![f32::NAN; m]);
+    let y = &mut buf[shift..];
+    let args = lnc::args![x, y, w, b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32];
+    if checked {
+        k.launch(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
+    } else {
+        // SAFETY: every buffer holds the rows the kernel touches.
+        unsafe { k.launch_unchecked(m as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(buf[..shift].iter().all(|v| v.to_f64().is_nan()), "elements before y were written");
+    (buf.split_off(shift), mean, rstd)
+}

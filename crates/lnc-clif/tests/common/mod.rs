@@ -234,40 +234,21 @@ impl B {
 /// Checked and unchecked, each with `fp16` tiles widened by F16C (where the host has
 /// it) and 256-bit loops (where it has AVX2), and with integer code and 128-bit vectors
 /// only, for tests that must pass every way.
-pub const MODES: [CodegenOptions; 4] = [
-    CodegenOptions {
-        checked: true,
-        emit_text: false,
-        stream_bytes: u64::MAX,
-        fused_subs: true,
-        f16c: true,
-        wide: true,
-    },
-    CodegenOptions {
-        checked: false,
-        emit_text: false,
-        stream_bytes: u64::MAX,
-        fused_subs: true,
-        f16c: true,
-        wide: true,
-    },
-    CodegenOptions {
-        checked: true,
-        emit_text: false,
-        stream_bytes: u64::MAX,
-        fused_subs: true,
-        f16c: false,
-        wide: false,
-    },
-    CodegenOptions {
-        checked: false,
-        emit_text: false,
-        stream_bytes: u64::MAX,
-        fused_subs: true,
-        f16c: false,
-        wide: false,
-    },
-];
+pub const MODES: [CodegenOptions; 4] =
+    [NATIVE, CodegenOptions { checked: false, ..NATIVE }, PLAIN, CodegenOptions { checked: false, ..PLAIN }];
+
+/// Checked, F16C and 256-bit loops where the host has them.
+const NATIVE: CodegenOptions = CodegenOptions {
+    checked: true,
+    emit_text: false,
+    stream_bytes: u64::MAX,
+    fused_subs: true,
+    f16c: true,
+    wide: true,
+};
+
+/// Checked, integer conversions and 128-bit vectors only.
+const PLAIN: CodegenOptions = CodegenOptions { f16c: false, wide: false, ..NATIVE };
 
 /// A pointer argument slot and its bounds.
 pub fn slot<T>(buf: &mut [T]) -> (u64, Bounds) {
