@@ -75,6 +75,10 @@ struct Opts {
     /// no 256-bit loops), to measure what the 256-bit loops gain.
     #[arg(long)]
     no_wide: bool,
+    /// Compile lnc's kernels without moving stores past the spin lock that follows them
+    /// (`CompileOptions::defer_stores = false`), to measure what deferring them gains.
+    #[arg(long)]
+    no_defer_stores: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -116,6 +120,9 @@ struct Row {
     /// Forward: the kernel compiled with 128-bit vectors only, and the median over
     /// repetitions of its time / lnc's time of the same repetition.
     narrow: Option<(Times, f64)>,
+    /// Backward only: lnc's dx kernel compiled without deferred stores, and the median of
+    /// its time over lnc's in the same repetitions.
+    undeferred: Option<(Times, f64)>,
 }
 
 /// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
@@ -245,6 +252,9 @@ struct Ctx<'a> {
     /// The same source compiled with 128-bit vectors only (`CompileOptions::narrow`), when
     /// lnc's kernels have 256-bit loops: timed in the forward's repetitions too.
     narrow: Option<&'a Module>,
+    /// The same source compiled without deferred stores (`CompileOptions::defer_stores`),
+    /// when lnc's kernels defer them: timed in the backward's repetitions too.
+    undeferred: Option<&'a Module>,
 }
 
 impl Ctx<'_> {
@@ -371,6 +381,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         rust_seed: None,
         unchecked,
         narrow,
+        undeferred: None,
     })
 }
 
@@ -403,14 +414,14 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     let (mut dw_l, mut db_l, mut dw_r, mut db_r) = (touched(n), touched(n), touched(n), touched(n));
     let dwdb_grid = n.div_ceil(128) as u32;
 
-    // One lnc backward: (total, dwdb alone).
+    // One lnc backward with dx kernel `k`: (total, dwdb alone).
     let mut run_lnc =
-        |dx: &mut [f32], dw: &mut [f32], db: &mut [f32], unchecked: bool| -> Result<(f64, f64)> {
+        |k: &Kernel, dx: &mut [f32], dw: &mut [f32], db: &mut [f32], unchecked: bool| -> Result<(f64, f64)> {
             locks.fill(0);
             ctx.cool();
             let t = Instant::now();
             launch(
-                &k_dx,
+                k,
                 M as u32,
                 &lnc::args![
                     dx, dy, &mut pdw, &mut pdb, x, &w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, EPS
@@ -422,8 +433,12 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             let end = Instant::now();
             Ok(((end - t).as_secs_f64(), (end - t1).as_secs_f64()))
         };
+    let k_undeferred = match ctx.undeferred {
+        Some(m) => Some(m.kernel(BWD_DX, &dx_signature(n)).map_err(|e| e.to_string())?),
+        None => None,
+    };
     dx_lnc.fill(f32::NAN);
-    run_lnc(dx_lnc, &mut dw_l, &mut db_l, false)?;
+    run_lnc(&k_dx, dx_lnc, &mut dw_l, &mut db_l, false)?;
     baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
     check("dx", n, dx_lnc, dx_rust, 1e-5, 1e-4)?;
     check("dw", n, &dw_l, &dw_r, 2e-3, 1e-4)?;
@@ -445,9 +460,22 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     check("dw (Rust, seed algorithm)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
     check("db (Rust, seed algorithm)", n, &db_s, &db_r, 2e-3, 1e-4)?;
 
+    if let Some(k) = &k_undeferred {
+        dx_rust.fill(f32::NAN);
+        run_lnc(k, dx_rust, &mut dw_s, &mut db_s, false)?;
+        check("dx (lnc, stores not deferred)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
+        check("dw (lnc, stores not deferred)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
+        check("db (lnc, stores not deferred)", n, &db_s, &db_r, 2e-3, 1e-4)?;
+    }
+
     let (mut tl, mut td, mut tr, mut ts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut tu = Vec::new();
     for rep in 0..ctx.warmup + ctx.reps {
-        let (a, d) = run_lnc(dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
+        let (a, d) = run_lnc(&k_dx, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
+        let mut u = None;
+        if let Some(k) = &k_undeferred {
+            u = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
+        }
         ctx.cool();
         let t = Instant::now();
         baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
@@ -458,8 +486,11 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             td.push(d);
             tr.push(r);
             ts.push(sd);
+            tu.extend(u);
         }
     }
+    let paired: Vec<f64> = tu.iter().zip(&tl).map(|(u, a)| u / a).collect();
+    let undeferred = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
     Ok(Row {
         n,
         compile,
@@ -470,6 +501,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         rust_seed: Some(Times::of(ts)),
         unchecked: None,
         narrow: None,
+        undeferred,
     })
 }
 
@@ -1004,13 +1036,20 @@ fn run(opts: Opts) -> Result<()> {
         if opts.unchecked { "unchecked" } else { "bounds-checked" }
     );
     println!("kernels: {}", path.display());
-    let compile_opts =
-        lnc::CompileOptions { prefetch: !opts.no_prefetch, f16c: !opts.no_f16c, ..Default::default() };
+    let compile_opts = lnc::CompileOptions {
+        prefetch: !opts.no_prefetch,
+        f16c: !opts.no_f16c,
+        defer_stores: !opts.no_defer_stores,
+        ..Default::default()
+    };
     let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
     if opts.no_wide {
         println!("compiled with 128-bit vectors only (--no-wide)");
     } else if compile_opts.wide && lnc::computes_wide() {
         println!("fp32 tile loops that qualify run in 256-bit vectors (AVX2), rewritten after Cranelift");
+    }
+    if opts.no_defer_stores {
+        println!("compiled without deferring stores past spin locks (--no-defer-stores)");
     }
     if opts.no_prefetch {
         println!("compiled without prefetches of the next program's rows (--no-prefetch)");
@@ -1076,6 +1115,10 @@ fn run(opts: Opts) -> Result<()> {
             let narrow = (compile_opts.wide && lnc::computes_wide())
                 .then(|| new_module(compile_opts.clone().narrow()))
                 .transpose()?;
+            let undeferred = compile_opts
+                .defer_stores
+                .then(|| new_module(lnc::CompileOptions { defer_stores: false, ..compile_opts.clone() }))
+                .transpose()?;
             let ctx = Ctx {
                 module: &module,
                 compiled: RefCell::default(),
@@ -1086,6 +1129,7 @@ fn run(opts: Opts) -> Result<()> {
                 flush: flush.as_ref(),
                 copies: &copies,
                 narrow: narrow.as_ref(),
+                undeferred: undeferred.as_ref(),
             };
             sweep(&ctx, buf, &sizes)
         })
@@ -1123,6 +1167,16 @@ fn run(opts: Opts) -> Result<()> {
             |r| r.narrow,
         );
     }
+    if bwd.iter().any(|r| r.undeferred.is_some()) {
+        print_paired(
+            &format!("stores deferred past the spin lock on the backward's dx kernel, {tag}"),
+            "lnc and lnc compiled without deferred stores (--no-defer-stores), dx + dwdb; gain = \
+             median over repetitions of undeferred/lnc − 1",
+            ["lnc ms", "undeferred ms", "gain"],
+            &bwd,
+            |r| r.undeferred,
+        );
+    }
 
     if !opts.no_half {
         let t = Instant::now();
@@ -1149,6 +1203,7 @@ fn run(opts: Opts) -> Result<()> {
                 flush: flush.as_ref(),
                 copies: &[],
                 narrow: None,
+                undeferred: None,
             };
             // The same kernels converting tile by tile, for the gain of whole-row conversions.
             let opts = lnc::CompileOptions { half_rows: false, ..compile_opts.clone() };

@@ -117,10 +117,15 @@ struct CodeArgs {
     /// (`CompileOptions::narrow`).
     #[arg(long)]
     no_wide: bool,
+    /// Keep stores into arguments the kernel never reads before the spin lock that follows
+    /// them (`CompileOptions::defer_stores`).
+    #[arg(long)]
+    no_defer_stores: bool,
 }
 
 impl CodeArgs {
-    const DEFAULT: CodeArgs = CodeArgs { no_prefetch: false, no_f16c: false, no_wide: false };
+    const DEFAULT: CodeArgs =
+        CodeArgs { no_prefetch: false, no_f16c: false, no_wide: false, no_defer_stores: false };
 }
 
 /// An error already rendered for the terminal.
@@ -186,7 +191,12 @@ fn main() -> ExitCode {
 
 /// The module of `file`, compiled with the code generation choices `code`.
 fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
-    let opts = lnc::CompileOptions { prefetch: !code.no_prefetch, f16c: !code.no_f16c, ..Default::default() };
+    let opts = lnc::CompileOptions {
+        prefetch: !code.no_prefetch,
+        f16c: !code.no_f16c,
+        defer_stores: !code.no_defer_stores,
+        ..Default::default()
+    };
     let opts = if code.no_wide { opts.narrow() } else { opts };
     Ok(Jit::with_options(opts).load(file)?)
 }

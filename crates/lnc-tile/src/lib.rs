@@ -38,7 +38,8 @@
 //! Blocks of pointers carried through loops become a pointer block fixed before the loop
 //! plus a carried scalar offset ([`carried`](crate::carried)).
 //!
-//! The pipeline is [`lower`]: carried pointer blocks → provenance → uses → scheduling and
+//! The pipeline is [`lower`]: carried pointer blocks → provenance → deferred stores
+//! ([`defer`](crate::defer)) → uses → scheduling and
 //! emission → half rows → masks to bounds → accumulators → prefetches → streaming stores →
 //! dead-code removal. What cannot be tiled is a [`TileError`] pointing at the
 //! source.
@@ -48,6 +49,7 @@ mod affine;
 mod bounds;
 mod carried;
 mod dce;
+mod defer;
 mod emit;
 mod eval;
 mod fusion;
@@ -87,6 +89,9 @@ pub struct TileOptions {
     /// loads whole only where it does `bf16` loads, and `fp16` stores only where the row
     /// store streams a long row (module `rows`).
     pub native_f16: bool,
+    /// Move the stores into arguments the kernel never reads past the spin lock's acquire
+    /// that follows them, where the lock is one of many (module `defer`).
+    pub defer_stores: bool,
 }
 
 impl Default for TileOptions {
@@ -99,6 +104,7 @@ impl Default for TileOptions {
             stream: true,
             prefetch: true,
             native_f16: false,
+            defer_stores: true,
         }
     }
 }
@@ -143,6 +149,15 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     }
     let f = rewritten.as_ref().unwrap_or(f);
     let prov = provenance::analyze(f)?;
+    // Reordering keeps every value, so the provenance found holds for the result.
+    let deferred = if opts.defer_stores { defer::run(f, &prov) } else { None };
+    let f = deferred.as_ref().unwrap_or(f);
+    if cfg!(debug_assertions)
+        && deferred.is_some()
+        && let Err(e) = lnc_bir::verify::verify(f)
+    {
+        panic!("deferring the stores of `{}` built invalid block IR (a compiler bug):\n{e}", f.name);
+    }
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {

@@ -132,6 +132,10 @@ fn dx_run(block: u32, n: i64, rows: u32, group: u32) {
 fn backward_dx_runs_like_the_block_ir() {
     dx_run(16, 13, 5, 2);
     dx_run(64, 64, 3, 4);
+    // Enough locks for the store of dx to move past the acquire (module `defer`), and
+    // more rows than locks, so that both the first store and the accumulation run.
+    dx_run(16, 13, 70, 64);
+    dx_run(64, 50, 5, 256);
 }
 
 fn dwdb_run(bm: u32, bn: u32, rows: i64, n: i64) {

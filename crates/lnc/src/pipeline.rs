@@ -59,6 +59,11 @@ pub struct CompileOptions {
     /// results are the same bits either way. Default: on. Turning it off is meant with
     /// `lanes: 4` ([`CompileOptions::narrow`]).
     pub wide: bool,
+    /// Move the stores into arguments the kernel never reads past a spin lock's acquire
+    /// that follows them, when the lock is one of at least 64 chosen by program id (the
+    /// seed backward's `row % GROUP_SIZE_M`; lnc-tile's `defer`): the atomic then no
+    /// longer waits for those stores to reach memory. The results are the same. Default: on.
+    pub defer_stores: bool,
 }
 
 impl CompileOptions {
@@ -80,6 +85,7 @@ impl Default for CompileOptions {
             prefetch: true,
             f16c: true,
             wide: true,
+            defer_stores: true,
         }
     }
 }
@@ -208,6 +214,7 @@ pub(crate) fn compile(
         stream: opts.stream_threshold != u64::MAX,
         prefetch: opts.prefetch,
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
+        defer_stores: opts.defer_stores,
         ..Default::default()
     };
     let mut lir =

@@ -63,6 +63,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             stream: false,
             prefetch: false,
             native_f16: false,
+            defer_stores: false,
         },
     )
     .unwrap_or_else(|e| panic!("tiling failed: {e}"))
@@ -110,8 +111,16 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
         ]
     };
     for (l, bounds, unroll, rows, native) in lanes.iter().flat_map(|&l| plans(l)) {
-        let opts =
-            TileOptions { lanes: l, bounds, unroll, rows, stream: rows, prefetch: rows, native_f16: native };
+        let opts = TileOptions {
+            lanes: l,
+            bounds,
+            unroll,
+            rows,
+            stream: rows,
+            prefetch: rows,
+            native_f16: native,
+            defer_stores: rows,
+        };
         let lf = tile_opts(f, opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
         lir_interp::run_grid(&lf, grid, args, &mut got)

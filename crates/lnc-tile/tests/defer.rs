@@ -1,0 +1,119 @@
+//! Deferred stores (module `defer`): which stores move past a spin lock's acquire, and the
+//! same results as the block IR when they do.
+
+mod common;
+
+use common::*;
+use lnc_bir::interp::{ArgValue, Buffer};
+use lnc_lir::DType;
+use lnc_tile::TileOptions;
+
+/// A row result stored, then a partial row accumulated under lock `row % G`.
+const LOCKED: &str = r#"
+@triton.jit
+def k(Y, P, X, Lock, N, G: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, x * 2.0, mask=m)
+    lock = Lock + row % G
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    p = tl.load(P + (row % G) * N + i, mask=m)
+    tl.store(P + (row % G) * N + i, p + x, mask=m)
+    tl.atomic_xchg(lock, 0)
+"#;
+
+const SIG: &str = "*fp32,*fp32,*fp32,*i32,i32,64,64";
+
+fn opts(defer_stores: bool) -> TileOptions {
+    TileOptions { lanes: 4, defer_stores, ..Default::default() }
+}
+
+/// Whether the row store into `Y` (the first access to slot 0 in the source) comes after
+/// the spin loop in the printed loop IR.
+fn y_stored_after_lock(src: &str, sig: &str, defer: bool) -> bool {
+    let f = bir(src, "k", sig);
+    let text = lnc_lir::print_function(&tile_opts(&f, opts(defer)).expect("tiles"));
+    // `site K: arg 0 (Y) span A..B`: the site whose span starts first.
+    let site = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("site ")?;
+            let (k, rest) = rest.split_once(": arg 0 (Y) span ")?;
+            let start: usize = rest.split("..").next()?.parse().ok()?;
+            Some((start, k.to_string()))
+        })
+        .min()
+        .map(|(_, k)| k)
+        .unwrap_or_else(|| panic!("no access to Y:\n{text}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let spin = lines.iter().position(|l| l.trim_start().starts_with("while")).expect("a spin loop");
+    let marker = format!("; site {site}");
+    let stores: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("store") && l.ends_with(&marker))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(!stores.is_empty(), "no store into Y:\n{text}");
+    let after = stores.iter().all(|&k| k > spin);
+    assert!(after || stores.iter().all(|&k| k < spin), "stores on both sides of the lock:\n{text}");
+    after
+}
+
+#[test]
+fn a_row_store_moves_past_the_acquire_of_one_of_many_locks() {
+    let f = bir(LOCKED, "k", SIG);
+    insta::assert_snapshot!(lnc_lir::print_function(&tile_opts(&f, opts(true)).expect("tiles")));
+    assert!(y_stored_after_lock(LOCKED, SIG, true));
+    assert!(!y_stored_after_lock(LOCKED, SIG, false));
+    // The seed's own group counts.
+    for g in [64, 96, 128, 256] {
+        assert!(y_stored_after_lock(LOCKED, &format!("*fp32,*fp32,*fp32,*i32,i32,{g},64"), true));
+    }
+}
+
+#[test]
+fn stores_stay_where_moving_them_could_be_seen_or_serialize() {
+    // Fewer locks than the pass requires: workers would meet at them.
+    assert!(!y_stored_after_lock(LOCKED, "*fp32,*fp32,*fp32,*i32,i32,8,64", true));
+    // One lock for all programs.
+    let global = LOCKED.replace("lock = Lock + row % G", "lock = Lock");
+    assert!(!y_stored_after_lock(&global, SIG, true));
+    // A lock chosen by data, not by program id.
+    let by_data =
+        LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.load(X + row * N) .to(tl.int32) % G");
+    assert!(!y_stored_after_lock(&by_data, SIG, true));
+    // The kernel reads Y: another program could see the store happen late.
+    let read = LOCKED.replace("p + x, mask=m)", "p + x + tl.load(Y + i, mask=m), mask=m)");
+    assert!(!y_stored_after_lock(&read, SIG, true));
+    // An atomic between the store and the lock.
+    let atomic = LOCKED
+        .replace("    lock = Lock + row % G", "    tl.atomic_add(Lock + 200, 1)\n    lock = Lock + row % G");
+    assert!(!y_stored_after_lock(&atomic, SIG, true));
+    // An assert between them: it must see the store done if it stops the launch.
+    let assert =
+        LOCKED.replace("    lock = Lock + row % G", "    tl.device_assert(N > 0)\n    lock = Lock + row % G");
+    assert!(!y_stored_after_lock(&assert, SIG, true));
+    // The spin loop stores into Y itself: the two stores must keep their order.
+    let in_loop = LOCKED.replace("        pass", "        tl.store(Y + row * N, 0.)");
+    assert!(!y_stored_after_lock(&in_loop, SIG, true));
+}
+
+#[test]
+fn deferred_stores_compute_what_the_block_ir_does() {
+    for (rows, n) in [(70u32, 13i64), (3, 64), (130, 7)] {
+        let f = bir(LOCKED, "k", SIG);
+        let (len, nu) = (rows as usize * n as usize, n as usize);
+        let bufs = vec![
+            Buffer::zeros(DType::F32, len),
+            Buffer::zeros(DType::F32, 64 * nu),
+            f32_buffer(1, len),
+            Buffer::zeros(DType::I32, 64),
+        ];
+        let args = [ptr(0), ptr(1), ptr(2), ptr(3), ArgValue::Int(n), ArgValue::Int(64), ArgValue::Int(64)];
+        differential(&f, [rows, 1, 1], &args, &bufs, &[1, 4, 8]);
+    }
+}

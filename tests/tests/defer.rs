@@ -1,0 +1,154 @@
+//! Stores deferred past a spin lock's acquire (lnc-tile's `defer`): the seed's dx kernel
+//! with `GROUP_SIZE_M` ≥ 64 stores dx after taking its lock. The same bits as the kernel
+//! compiled without deferring, in fp32, fp16 and bf16, against a float64 reference, with
+//! outputs poisoned; and a store that faults while the lock is held ends the launch with
+//! an error naming the argument instead of leaving the other programs spinning.
+
+mod common;
+
+use common::*;
+use half::{bf16, f16};
+use lnc::{DumpRequest, Stage};
+
+fn module(defer_stores: bool) -> lnc::Module {
+    let opts = lnc::CompileOptions { defer_stores, ..Default::default() };
+    lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+}
+
+fn dx_signature(t: &str, group: usize, block: usize) -> String {
+    format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}")
+}
+
+/// The dx kernel's outputs (dx, partial dw, partial db) as f64, with `group` locks.
+fn dx_outputs<T: Float>(
+    module: &lnc::Module,
+    x: &[T],
+    dy: &[T],
+    w: &[T],
+    n: usize,
+    group: usize,
+) -> [Vec<f64>; 3] {
+    let m = x.len() / n;
+    let block = n.next_power_of_two();
+    let nan = T::from_f32(f32::NAN);
+    let b = vec![T::from_f32(0.25); n];
+    let fwd = module
+        .kernel(
+            "_layer_norm_fwd_fused",
+            &format!("*{0},*{0},*{0},*{0},*fp32,*fp32,i32,i32,fp32,{block}", T::SIG),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+    fwd.launch(m as u32, &lnc::args![x, &mut y, w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = module
+        .kernel("_layer_norm_bwd_dx_fused", &dx_signature(T::SIG, group, block))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut locks = vec![0i32; 2 * group];
+    let (mut dx, mut pdw, mut pdb) = (vec![nan; m * n], vec![nan; group * n], vec![nan; group * n]);
+    k.launch(
+        m as u32,
+        &lnc::args![
+            &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held");
+    let f = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<f64>>();
+    [f(&dx), f(&pdw), f(&pdb)]
+}
+
+/// Whether, in the loop IR of the dx kernel, dx (slot 0) is stored after the spin loop.
+fn dx_stored_after_lock(module: &lnc::Module, sig: &str) -> bool {
+    let req = DumpRequest { stages: vec![Stage::Lir], ..Default::default() };
+    let dumps = module.dump("_layer_norm_bwd_dx_fused", sig, &req).unwrap_or_else(|e| panic!("{e}"));
+    let text = &dumps[0].text;
+    let site = text
+        .lines()
+        .find_map(|l| {
+            l.trim_start().strip_prefix("site ")?.split_once(": arg 0 (DX)").map(|(k, _)| k.to_string())
+        })
+        .unwrap_or_else(|| panic!("no access to DX:\n{text}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let spin = lines.iter().position(|l| l.trim_start().starts_with("while")).expect("the spin loop");
+    let store = lines
+        .iter()
+        .position(|l| l.contains("store") && l.ends_with(&format!("; site {site}")))
+        .unwrap_or_else(|| panic!("no store of dx:\n{text}"));
+    store > spin
+}
+
+fn deferred_matches<T: Float>(atol: f64, rtol: f64) {
+    let mut rng = rng();
+    let (deferred, kept) = (module(true), module(false));
+    let sig = dx_signature(T::SIG, 64, 1024);
+    assert!(dx_stored_after_lock(&deferred, &sig) && !dx_stored_after_lock(&kept, &sig));
+    // m = group: one row per lock, so the partial sums do not depend on the schedule.
+    for (group, n) in [(64usize, 1000usize), (64, 61), (128, 1029), (256, 7)] {
+        let m = group;
+        let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
+        let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
+        let dy: Vec<T> = randn(&mut rng, m * n, 0.0, 0.1).into_iter().map(T::from_f32).collect();
+        let got = dx_outputs(&deferred, &x, &dy, &w, n, group);
+        let want = dx_outputs(&kept, &x, &dy, &w, n, group);
+        for (k, (g, c)) in got.iter().zip(&want).enumerate() {
+            let same = g.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{} {m}x{n}: output {k} differs from the kernel without deferred stores", T::SIG);
+        }
+        // dx against float64, from the inputs as stored.
+        let (x32, w32, dy32): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+            x.iter().map(|v| v.to_f64() as f32).collect(),
+            w.iter().map(|v| v.to_f64() as f32).collect(),
+            dy.iter().map(|v| v.to_f64() as f32).collect(),
+        );
+        let (dx_ref, _, _) = backward_ref(&x32, &w32, &dy32, n, 1e-5);
+        let dx: Vec<f32> = got[0].iter().map(|&v| v as f32).collect();
+        assert_close(&format!("{} dx {m}x{n}", T::SIG), &dx, &dx_ref, atol, rtol);
+    }
+}
+
+#[test]
+fn deferred_stores_give_the_same_bits_fp32() {
+    deferred_matches::<f32>(1e-5, 1e-4);
+}
+
+#[test]
+fn deferred_stores_give_the_same_bits_fp16() {
+    deferred_matches::<f16>(2e-3, 1e-2);
+}
+
+#[test]
+fn deferred_stores_give_the_same_bits_bf16() {
+    deferred_matches::<bf16>(1.6e-2, 2e-2);
+}
+
+/// dx one element short: the last program's store faults after it took its lock. The
+/// launch ends with the error (the programs waiting on that lock give up), naming DX.
+#[test]
+fn a_deferred_store_that_faults_under_the_lock_ends_the_launch() {
+    let (group, n) = (64usize, 1000usize);
+    let m = 3 * group;
+    let k = module(true)
+        .kernel("_layer_norm_bwd_dx_fused", &dx_signature("fp32", group, 1024))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let x = vec![0.5f32; m * n];
+    let dy = vec![0.1f32; m * n];
+    let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
+    let (mean, rstd) = (vec![0.0f32; m], vec![1.0f32; m]);
+    for short in [1, n + 1, 2 * n + 5] {
+        let mut dx = vec![f32::NAN; m * n - short];
+        let (mut pdw, mut pdb) = (vec![0.0f32; group * n], vec![0.0f32; group * n]);
+        let mut locks = vec![0i32; 2 * group];
+        let err = k
+            .launch(
+                m as u32,
+                &lnc::args![
+                    &mut dx, &dy, &mut pdw, &mut pdb, &x, &w, &b, &mean, &rstd, &mut locks, n as i32,
+                    n as i32, 1e-5f32
+                ],
+            )
+            .expect_err("DX is too short");
+        let text = err.to_string();
+        assert!(text.contains("DX"), "{text}");
+    }
+}
