@@ -76,7 +76,8 @@ struct Opts {
     #[arg(long)]
     no_wide: bool,
     /// Compile lnc's kernels without moving stores past the spin lock that follows them
-    /// (`CompileOptions::defer_stores = false`), to measure what deferring them gains.
+    /// (`CompileOptions::defer_stores = false`; only unchecked code defers them), to
+    /// measure what deferring them gains (with --unchecked).
     #[arg(long)]
     no_defer_stores: bool,
 }
@@ -1120,8 +1121,9 @@ fn run(opts: Opts) -> Result<()> {
             let narrow = (compile_opts.wide && lnc::computes_wide())
                 .then(|| new_module(compile_opts.clone().narrow()))
                 .transpose()?;
-            let undeferred = compile_opts
-                .defer_stores
+            // Only `launch_unchecked` runs deferred stores (a safe launch keeps every store
+            // where the source puts it), so only --unchecked has something to compare.
+            let undeferred = (compile_opts.defer_stores && opts.unchecked)
                 .then(|| new_module(lnc::CompileOptions { defer_stores: false, ..compile_opts.clone() }))
                 .transpose()?;
             let ctx = Ctx {

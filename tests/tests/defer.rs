@@ -1,8 +1,9 @@
 //! Stores deferred past a spin lock's acquire (lnc-tile's `defer`): the seed's dx kernel
-//! with `GROUP_SIZE_M` ≥ 64 stores dx after taking its lock. The same bits as the kernel
-//! compiled without deferring, in fp32, fp16 and bf16, against a float64 reference, with
-//! outputs poisoned; and a store that faults while the lock is held ends the launch with
-//! an error naming the argument instead of leaving the other programs spinning.
+//! with `GROUP_SIZE_M` ≥ 64, launched unchecked, stores dx after taking its lock. The same
+//! bits as the kernel compiled without deferring and as the safe launch (which keeps the
+//! store before the lock), in fp32, fp16 and bf16, against a float64 reference, with
+//! outputs poisoned; and a safe launch whose dx store faults reports it and leaves no lock
+//! held.
 
 mod common;
 
@@ -19,7 +20,8 @@ fn dx_signature(t: &str, group: usize, block: usize) -> String {
     format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}")
 }
 
-/// The dx kernel's outputs (dx, partial dw, partial db) as f64, with `group` locks.
+/// The dx kernel's outputs (dx, partial dw, partial db) as f64, with `group` locks;
+/// `unchecked`: launched with `launch_unchecked`.
 fn dx_outputs<T: Float>(
     module: &lnc::Module,
     x: &[T],
@@ -27,6 +29,7 @@ fn dx_outputs<T: Float>(
     w: &[T],
     n: usize,
     group: usize,
+    unchecked: bool,
 ) -> [Vec<f64>; 3] {
     let m = x.len() / n;
     let block = n.next_power_of_two();
@@ -46,21 +49,26 @@ fn dx_outputs<T: Float>(
         .unwrap_or_else(|e| panic!("{e}"));
     let mut locks = vec![0i32; 2 * group];
     let (mut dx, mut pdw, mut pdb) = (vec![nan; m * n], vec![nan; group * n], vec![nan; group * n]);
-    k.launch(
-        m as u32,
-        &lnc::args![
-            &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let args = lnc::args![
+        &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
+    ];
+    let launched = if unchecked {
+        // SAFETY: the buffers have the lengths the kernel indexes: m rows of n, `group`
+        // partial rows, 2 * group lock words.
+        unsafe { k.launch_unchecked(m as u32, &args) }
+    } else {
+        k.launch(m as u32, &args)
+    };
+    launched.unwrap_or_else(|e| panic!("{e}"));
     assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held");
     let f = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<f64>>();
     [f(&dx), f(&pdw), f(&pdb)]
 }
 
-/// Whether, in the loop IR of the dx kernel, dx (slot 0) is stored after the spin loop.
-fn dx_stored_after_lock(module: &lnc::Module, sig: &str) -> bool {
-    let req = DumpRequest { stages: vec![Stage::Lir], ..Default::default() };
+/// Whether, in the loop IR of the dx kernel (of safe launches when `checked`), dx (slot 0)
+/// is stored after the spin loop.
+fn dx_stored_after_lock(module: &lnc::Module, sig: &str, checked: bool) -> bool {
+    let req = DumpRequest { stages: vec![Stage::Lir], checked, ..Default::default() };
     let dumps = module.dump("_layer_norm_bwd_dx_fused", sig, &req).unwrap_or_else(|e| panic!("{e}"));
     let text = &dumps[0].text;
     let site = text
@@ -82,18 +90,24 @@ fn deferred_matches<T: Float>(atol: f64, rtol: f64) {
     let mut rng = rng();
     let (deferred, kept) = (module(true), module(false));
     let sig = dx_signature(T::SIG, 64, 1024);
-    assert!(dx_stored_after_lock(&deferred, &sig) && !dx_stored_after_lock(&kept, &sig));
+    assert!(dx_stored_after_lock(&deferred, &sig, false), "launch_unchecked's code defers dx");
+    assert!(!dx_stored_after_lock(&deferred, &sig, true), "a safe launch keeps dx before the lock");
+    assert!(!dx_stored_after_lock(&kept, &sig, false));
     // m = group: one row per lock, so the partial sums do not depend on the schedule.
     for (group, n) in [(64usize, 1000usize), (64, 61), (128, 1029), (256, 7)] {
         let m = group;
         let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
         let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
         let dy: Vec<T> = randn(&mut rng, m * n, 0.0, 0.1).into_iter().map(T::from_f32).collect();
-        let got = dx_outputs(&deferred, &x, &dy, &w, n, group);
-        let want = dx_outputs(&kept, &x, &dy, &w, n, group);
-        for (k, (g, c)) in got.iter().zip(&want).enumerate() {
-            let same = g.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "{} {m}x{n}: output {k} differs from the kernel without deferred stores", T::SIG);
+        let got = dx_outputs(&deferred, &x, &dy, &w, n, group, true);
+        for (what, want) in [
+            ("the kernel without deferred stores", dx_outputs(&kept, &x, &dy, &w, n, group, true)),
+            ("the safe launch", dx_outputs(&deferred, &x, &dy, &w, n, group, false)),
+        ] {
+            for (k, (g, c)) in got.iter().zip(&want).enumerate() {
+                let same = g.iter().zip(c).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{} {m}x{n}: output {k} differs from {what}", T::SIG);
+            }
         }
         // dx against float64, from the inputs as stored.
         let (x32, w32, dy32): (Vec<f32>, Vec<f32>, Vec<f32>) = (
@@ -122,10 +136,11 @@ fn deferred_stores_give_the_same_bits_bf16() {
     deferred_matches::<bf16>(1.6e-2, 2e-2);
 }
 
-/// dx one element short: the last program's store faults after it took its lock. The
-/// launch ends with the error (the programs waiting on that lock give up), naming DX.
+/// A safe launch keeps the store of dx before the lock: dx one element (or rows) short
+/// fails naming DX, and no lock is left held (deferred, the faulting program would have
+/// held its lock, and a later launch on the same lock words would wait forever).
 #[test]
-fn a_deferred_store_that_faults_under_the_lock_ends_the_launch() {
+fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
     let (group, n) = (64usize, 1000usize);
     let m = 3 * group;
     let k = module(true)
@@ -150,5 +165,6 @@ fn a_deferred_store_that_faults_under_the_lock_ends_the_launch() {
             .expect_err("DX is too short");
         let text = err.to_string();
         assert!(text.contains("DX"), "{text}");
+        assert!(locks[..group].iter().all(|&l| l == 0), "short by {short}: a lock left held: {locks:?}");
     }
 }

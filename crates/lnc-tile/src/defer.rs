@@ -32,17 +32,24 @@
 //! their order: all the stores of a run move together, and nothing moves past a loop that
 //! stores into the same argument.
 //!
-//! What moves: the stores into never-read arguments among the instructions right before a
-//! `while` that performs atomics, back to the first instruction that is neither such a
+//! What moves, past one loop only: the stores into never-read arguments among the
+//! instructions right before a `while` that performs atomics, back to the first instruction that is neither such a
 //! store, a pure instruction without regions, nor a non-volatile load (which may read
 //! only other arguments). An atomic, an assert, a print, a volatile load or another loop
 //! ends the run.
 //!
-//! Which loops: every atomic in the loop addresses a scalar `arg + pid % G (+ constant)`
-//! with a compile-time `G` of at least [`MIN_LOCKS`], the seed's `row % GROUP_SIZE_M`
-//! locks. The stores now run while the lock is held, so a program waiting for the same
-//! lock waits longer; with one lock per `G` ≥ 64 program ids two workers rarely meet
-//! (module `launch` of lnc-runtime counts the waits), but a kernel with a single global
+//! Which code: the pipeline of lnc asks for it in the code of `launch_unchecked` only. In
+//! bounds-checked code a deferred store that faults would do so with its program holding
+//! the lock (a later launch on the same lock words would wait for it forever), and a
+//! launch where both the store and the lock are out of bounds would report the lock;
+//! there every store stays where the source puts it.
+//!
+//! Which loops: no assert in them, and every atomic in the loop addresses a scalar
+//! `arg + program_id(0) % G (+ constant)` with a compile-time `G` of at least
+//! [`MIN_LOCKS`], the seed's `row % GROUP_SIZE_M` locks. The stores now run while the
+//! lock is held, so a program waiting for the same lock waits longer; with one lock per
+//! `G` ≥ 64 program ids two workers rarely meet (module `launch` of lnc-runtime counts
+//! the waits), but a kernel with a single global
 //! lock would serialize its stores, and keeps them where they are.
 
 use std::collections::HashSet;
@@ -89,6 +96,8 @@ fn defer_in(f: &mut Function, prov: &Provenance, read: &HashSet<u32>, region: &m
         }
         f.insts[inst].regions = regions;
     }
+    // Stores moved past one loop stay after it: the next loop's walk back stops at them.
+    let mut moved_once: HashSet<Inst> = HashSet::new();
     let mut j = 0;
     while j < region.insts.len() {
         let w = region.insts[j];
@@ -96,12 +105,13 @@ fn defer_in(f: &mut Function, prov: &Provenance, read: &HashSet<u32>, region: &m
             j += 1;
             continue;
         }
-        let moved = movable_stores(f, prov, read, &region.insts[..j], w);
+        let moved = movable_stores(f, prov, read, &region.insts[..j], w, &moved_once);
         if moved.is_empty() {
             j += 1;
             continue;
         }
         let stores: Vec<Inst> = moved.iter().map(|&k| region.insts[k]).collect();
+        moved_once.extend(stores.iter().copied());
         region.insts.retain(|i| !stores.contains(i));
         let after = j + 1 - stores.len();
         region.insts.splice(after..after, stores.iter().copied());
@@ -119,9 +129,13 @@ fn movable_stores(
     read: &HashSet<u32>,
     before: &[Inst],
     w: Inst,
+    moved_once: &HashSet<Inst>,
 ) -> Vec<usize> {
     let mut found = Vec::new();
     for (k, &i) in before.iter().enumerate().rev() {
+        if moved_once.contains(&i) {
+            break;
+        }
         let data = f.inst(i);
         match data.opcode {
             Opcode::Store { .. } if !read.contains(&prov.root(data.args[0])) => found.push(k),
@@ -143,20 +157,25 @@ fn movable_stores(
     found
 }
 
-/// Whether `w` is a `while` loop with atomics, all on locks few programs share.
+/// Whether `w` is a `while` loop with atomics, all on locks few programs share, and no
+/// assert (one that stops the launch while the program waits must find the stores done).
 fn is_rare_lock_loop(f: &Function, w: Inst) -> bool {
     if f.inst(w).opcode != Opcode::While {
         return false;
     }
-    let (mut atomics, mut all_rare) = (0, true);
+    let (mut atomics, mut all_rare, mut asserts) = (0, true, false);
     walk_regions(f, w, &mut |i| {
         let data = f.inst(i);
-        if matches!(data.opcode, Opcode::Atomic { .. } | Opcode::AtomicCas) {
-            atomics += 1;
-            all_rare &= lock_groups(f, data.args[0]).is_some_and(|g| g >= MIN_LOCKS);
+        match data.opcode {
+            Opcode::Atomic { .. } | Opcode::AtomicCas => {
+                atomics += 1;
+                all_rare &= lock_groups(f, data.args[0]).is_some_and(|g| g >= MIN_LOCKS);
+            }
+            Opcode::Assert => asserts = true,
+            _ => {}
         }
     });
-    atomics > 0 && all_rare
+    atomics > 0 && all_rare && !asserts
 }
 
 /// Every instruction nested in the regions of `inst`.
@@ -194,7 +213,8 @@ fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
     }
 }
 
-/// `G` when `v` is `program_id(axis) % G` for a constant `G`.
+/// `G` when `v` is `program_id(0) % G` for a constant `G`. (Another axis may have one
+/// program in a launch, which would make every program take the same lock.)
 fn pid_modulus(f: &Function, v: Value) -> Option<i64> {
     let ValueDef::Result(i, 0) = f.values[v].def else { return None };
     let data = f.inst(i);
@@ -202,7 +222,7 @@ fn pid_modulus(f: &Function, v: Value) -> Option<i64> {
         return None;
     }
     let ValueDef::Result(p, 0) = f.values[data.args[0]].def else { return None };
-    matches!(f.inst(p).opcode, Opcode::ProgramId(_)).then_some(())?;
+    matches!(f.inst(p).opcode, Opcode::ProgramId(0)).then_some(())?;
     int_const(f, data.args[1])
 }
 

@@ -130,6 +130,14 @@ impl TileError {
     }
 }
 
+/// Whether [`TileOptions::defer_stores`] moves any store of `f` (module `defer`): when it
+/// does not, tiling with and without it gives the same loop IR.
+pub fn defers_stores(f: &lnc_bir::Function) -> bool {
+    let rewritten = carried::rewrite(f);
+    let f = rewritten.as_ref().unwrap_or(f);
+    provenance::analyze(f).is_ok_and(|prov| defer::run(f, &prov).is_some())
+}
+
 /// Lowers a specialized kernel from block IR to loop IR.
 pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Function, TileError> {
     // The unrolled loop's bound is rounded down with a mask of `-(unroll · lanes)`, which

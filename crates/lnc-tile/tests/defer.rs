@@ -97,9 +97,45 @@ fn stores_stay_where_moving_them_could_be_seen_or_serialize() {
     let assert =
         LOCKED.replace("    lock = Lock + row % G", "    tl.device_assert(N > 0)\n    lock = Lock + row % G");
     assert!(!y_stored_after_lock(&assert, SIG, true));
+    // A lock chosen by another axis of the grid, which may have one program.
+    let other_axis = LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.program_id(1) % G");
+    assert!(!y_stored_after_lock(&other_axis, SIG, true));
+    // An assert in the spin loop (a timeout) may stop the launch while the program waits.
+    let timeout = LOCKED.replace("        pass", "        tl.device_assert(N > 0)");
+    assert!(!y_stored_after_lock(&timeout, SIG, true));
     // The spin loop stores into Y itself: the two stores must keep their order.
     let in_loop = LOCKED.replace("        pass", "        tl.store(Y + row * N, 0.)");
     assert!(!y_stored_after_lock(&in_loop, SIG, true));
+}
+
+/// Two locks taken in a row: the store moves past the first only.
+#[test]
+fn a_store_moves_past_one_lock() {
+    let two = LOCKED.replace(
+        "    p = tl.load(",
+        "    lock2 = Lock + 64 + row % G\n    while tl.atomic_cas(lock2, 0, 1) == 1:\n        pass\n    p = tl.load(",
+    );
+    let f = bir(&two, "k", "*fp32,*fp32,*fp32,*i32,i32,64,64");
+    let text = lnc_lir::print_function(&tile_opts(&f, opts(true)).expect("tiles"));
+    let lines: Vec<&str> = text.lines().collect();
+    let spins: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("while"))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(spins.len(), 2, "{text}");
+    let site = lines
+        .iter()
+        .find_map(|l| {
+            l.trim_start().strip_prefix("site ")?.split_once(": arg 0 (Y)").map(|(k, _)| k.to_string())
+        })
+        .expect("a site of Y");
+    let store = lines
+        .iter()
+        .position(|l| l.contains("store") && l.ends_with(&format!("; site {site}")))
+        .expect("the store of Y");
+    assert!(spins[0] < store && store < spins[1], "{text}");
 }
 
 #[test]

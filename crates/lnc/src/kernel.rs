@@ -67,6 +67,9 @@ pub struct Kernel {
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
     /// How `unchecked` is compiled when first launched.
     unchecked_options: lnc_clif::CodegenOptions,
+    /// The tiling of `unchecked` when it differs from `lir`'s: with stores deferred past
+    /// spin locks (`CompileOptions::defer_stores`), which safe launches do not do.
+    unchecked_tiling: Option<lnc_tile::TileOptions>,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
@@ -84,7 +87,9 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
-        let Artifacts { bir, lir, code, timings, warnings } = arts;
+        let Artifacts { tile_opts, bir, lir, code, timings, warnings } = arts;
+        let unchecked_tiling = (module.jit.inner.options.defer_stores && lnc_tile::defers_stores(&bir))
+            .then_some(lnc_tile::TileOptions { defer_stores: true, ..tile_opts });
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let programs = programs_of(&lir);
@@ -110,6 +115,7 @@ impl Kernel {
             checked,
             unchecked: OnceLock::new(),
             unchecked_options: pipeline::codegen_options(&module.jit.inner.options, false, false),
+            unchecked_tiling,
             programs,
             pool: module.jit.inner.pool.clone(),
             timings,
@@ -226,7 +232,14 @@ impl Kernel {
             match self.unchecked.get() {
                 Some(c) => c,
                 None => {
-                    let c = pipeline::codegen(&self.lir, &self.unchecked_options)?;
+                    let c = match &self.unchecked_tiling {
+                        Some(o) => {
+                            let lir = lnc_tile::lower(&self.bir, o)
+                                .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
+                            pipeline::codegen(&lir, &self.unchecked_options)?
+                        }
+                        None => pipeline::codegen(&self.lir, &self.unchecked_options)?,
+                    };
                     self.unchecked.get_or_init(|| c)
                 }
             }

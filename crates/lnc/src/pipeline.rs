@@ -59,10 +59,12 @@ pub struct CompileOptions {
     /// results are the same bits either way. Default: on. Turning it off is meant with
     /// `lanes: 4` ([`CompileOptions::narrow`]).
     pub wide: bool,
-    /// Move the stores into arguments the kernel never reads past a spin lock's acquire
-    /// that follows them, when the lock is one of at least 64 chosen by program id (the
-    /// seed backward's `row % GROUP_SIZE_M`; lnc-tile's `defer`): the atomic then no
-    /// longer waits for those stores to reach memory. The results are the same. Default: on.
+    /// In the code of `launch_unchecked`, move the stores into arguments the kernel never
+    /// reads past a spin lock's acquire that follows them, when the lock is one of at
+    /// least 64 chosen by program id (the seed backward's `row % GROUP_SIZE_M`; lnc-tile's
+    /// `defer`): the atomic then no longer waits for those stores to reach memory. Safe
+    /// launches keep every store where the source puts it. The results are the same.
+    /// Default: on.
     pub defer_stores: bool,
 }
 
@@ -146,6 +148,8 @@ impl Timings {
 
 /// What compiling one specialization produces.
 pub(crate) struct Artifacts {
+    /// The tiling options `lir` was made with, lanes decided.
+    pub(crate) tile_opts: lnc_tile::TileOptions,
     pub(crate) bir: lnc_bir::Function,
     pub(crate) lir: lnc_lir::Function,
     pub(crate) code: Option<lnc_clif::CompiledKernel>,
@@ -208,23 +212,7 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let tile_opts = lnc_tile::TileOptions {
-        lanes: opts.lanes,
-        rows: opts.half_rows,
-        stream: opts.stream_threshold != u64::MAX,
-        prefetch: opts.prefetch,
-        native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
-        defer_stores: opts.defer_stores,
-        ..Default::default()
-    };
-    let mut lir =
-        lnc_tile::lower(&bir, &tile_opts).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
-    // 8-lane tiles are for the loops computed in 256 bits; where none qualifies, the
-    // 4-lane tiles of one 128-bit vector run faster than pairs of them.
-    if opts.wide && tile_opts.lanes == 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
-        let narrow = lnc_tile::TileOptions { lanes: 4, ..tile_opts };
-        lir = lnc_tile::lower(&bir, &narrow).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
-    }
+    let (lir, tile_opts) = tile(file, &bir, opts, !req.checked)?;
     timings.tile = t.elapsed();
     if opts.verify {
         lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
@@ -251,7 +239,43 @@ pub(crate) fn compile(
             dumps.push(Dump { stage: Stage::Asm, pass: None, text: text.asm.clone() });
         }
     }
-    Ok(Artifacts { bir, lir, code: Some(code), timings, warnings })
+    Ok(Artifacts { tile_opts, bir, lir, code: Some(code), timings, warnings })
+}
+
+/// Tiles `bir` with `opts`; `unchecked`: for code without bounds checks, the only code
+/// that defers stores past spin locks (`CompileOptions::defer_stores`). Returns the loop
+/// IR and the tiling options used, lanes decided.
+///
+/// Safe launches keep every store where the source puts it: a deferred store that
+/// faults would do so while its program holds the lock it took, which a later launch on
+/// the same lock words would wait for forever, and the launch would report the lock's
+/// fault, not the store's, when both are out of bounds.
+pub(crate) fn tile(
+    file: &Arc<SourceFile>,
+    bir: &lnc_bir::Function,
+    opts: &CompileOptions,
+    unchecked: bool,
+) -> Result<(lnc_lir::Function, lnc_tile::TileOptions)> {
+    let tile_opts = lnc_tile::TileOptions {
+        lanes: opts.lanes,
+        rows: opts.half_rows,
+        stream: opts.stream_threshold != u64::MAX,
+        prefetch: opts.prefetch,
+        native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
+        defer_stores: opts.defer_stores && unchecked,
+        ..Default::default()
+    };
+    let lower = |o: &lnc_tile::TileOptions| {
+        lnc_tile::lower(bir, o).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))
+    };
+    let lir = lower(&tile_opts)?;
+    // 8-lane tiles are for the loops computed in 256 bits; where none qualifies, the
+    // 4-lane tiles of one 128-bit vector run faster than pairs of them.
+    if opts.wide && tile_opts.lanes == 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
+        let narrow = lnc_tile::TileOptions { lanes: 4, ..tile_opts };
+        return Ok((lower(&narrow)?, narrow));
+    }
+    Ok((lir, tile_opts))
 }
 
 /// The code generator's options for a compilation with `opts`.
