@@ -15,11 +15,13 @@
 //! earlier store of the core has left its store buffer. A row of stores just issued into
 //! lines that are not in the cache is still waiting for those lines from memory, so the
 //! acquire stalls for them: in the seed backward's dx kernel, the lock right after the
-//! store of `dx` cost 15-20 % of the kernel. Moved after the acquire, the stores drain
-//! while the program goes on with the partial sums, and the release at the end finds
-//! them done. Measured on the seed's dx kernel, 2 threads, M = 4096, caches flushed,
-//! medians of 80 launches interleaved with the kernel as written: N = 512 0.838 → 0.785
-//! ms, 768 1.201 → 1.005, 1024 1.635 → 1.384.
+//! store of `dx` cost up to a fifth of the kernel. Moved after the acquire, the stores
+//! drain while the program goes on with the partial sums, and the release at the end
+//! finds them done. Measured on the seed's dx kernel written both ways (2 threads,
+//! M = 4096, caches flushed, medians of 80 launches interleaved): N = 512 0.838 → 0.785
+//! ms, 768 1.201 → 1.005, 1024 1.635 → 1.384; the compiled pass in two runs of
+//! `lnc-bench --unchecked` (dx + dwdb, paired): 768 +8 and +12 %, 1000 +9 and +11 %, 512
+//! and 1024 between −3 and +6 %, 2048 −5 %.
 //!
 //! Why it keeps the program's meaning: the atomics are sequentially consistent, and a
 //! store may not move past one in general; another program that acquires the lock after
