@@ -124,6 +124,8 @@ struct Row {
     /// Backward only: lnc's dx kernel compiled without deferred stores, and the median of
     /// its time over lnc's in the same repetitions.
     undeferred: Option<(Times, f64)>,
+    /// Backward only: the seed's dx kernel cut before its partial sums (dx alone).
+    dx_alone: Option<Times>,
 }
 
 /// The largest inputs and outputs, allocated and touched once; each size uses prefixes.
@@ -256,6 +258,9 @@ struct Ctx<'a> {
     /// The same source compiled without deferred stores (`CompileOptions::defer_stores`),
     /// when lnc's kernels defer them: timed in the backward's repetitions too.
     undeferred: Option<&'a Module>,
+    /// The seed's dx kernel cut before its partial sums of dw and db ([`dx_alone_source`]):
+    /// what the row's arithmetic costs without the algorithm's accumulation.
+    dx_alone: Option<&'a Module>,
 }
 
 impl Ctx<'_> {
@@ -383,6 +388,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         unchecked,
         narrow,
         undeferred: None,
+        dx_alone: None,
     })
 }
 
@@ -395,6 +401,14 @@ fn backward_stats(x: &[f32], scratch: &mut [f32], n: usize) -> (Vec<f32>, Vec<f3
     let (mut mean, mut rstd) = (touched(M), touched(M));
     baseline::forward(x, &w, &b, scratch, &mut mean, &mut rstd, EPS);
     (w, b, mean, rstd)
+}
+
+/// The kernels' file cut where the dx kernel starts its partial sums of dw and db (at its
+/// comment `# accumulate partial sums for dw/db`): the dx kernel then ends after storing dx.
+/// `None` when the file has no such line.
+fn dx_alone_source(source: &str) -> Option<String> {
+    let cut = source.find("    # accumulate partial sums for dw/db")?;
+    Some(source[..cut].to_string())
 }
 
 /// Backward at row length `n` (dx kernel + dwdb kernel, the tutorial's host flow), checked
@@ -469,8 +483,32 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         check("db (lnc, stores not deferred)", n, &db_s, &db_r, 2e-3, 1e-4)?;
     }
 
+    let k_alone = match ctx.dx_alone {
+        Some(m) => Some(m.kernel(BWD_DX, &dx_signature(n)).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    // The cut kernel never touches DW, DB or Lock: one element each.
+    let (unused_f, unused_i) = (vec![0.0f32; 1], vec![0i32; 1]);
+    let run_alone = |k: &Kernel, dx: &mut [f32], unchecked: bool| -> Result<f64> {
+        ctx.cool();
+        let t = Instant::now();
+        launch(
+            k,
+            M as u32,
+            &lnc::args![
+                dx, dy, &unused_f, &unused_f, x, &w, &b, &mean, &rstd, &unused_i, n as i32, n as i32, EPS
+            ],
+            unchecked,
+        )?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    if let Some(k) = &k_alone {
+        dx_rust.fill(f32::NAN);
+        run_alone(k, dx_rust, false)?;
+        check("dx (lnc, dx kernel alone)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
+    }
     let (mut tl, mut td, mut tr, mut ts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut tu = Vec::new();
+    let (mut tu, mut ta) = (Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         // The kernel without deferred stores runs before lnc's on odd repetitions and after
         // it on even ones.
@@ -487,12 +525,17 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
         let r = t.elapsed().as_secs_f64();
         let sd = run_seed(dx_rust, &mut dw_s, &mut db_s);
+        let alone = match &k_alone {
+            Some(k) => Some(run_alone(k, dx_lnc, ctx.unchecked)?),
+            None => None,
+        };
         if rep >= ctx.warmup {
             tl.push(a);
             td.push(d);
             tr.push(r);
             ts.push(sd);
             tu.extend(u);
+            ta.extend(alone);
         }
     }
     let paired: Vec<f64> = tu.iter().zip(&tl).map(|(u, a)| u / a).collect();
@@ -508,6 +551,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         unchecked: None,
         narrow: None,
         undeferred,
+        dx_alone: (!ta.is_empty()).then(|| Times::of(ta)),
     })
 }
 
@@ -913,6 +957,28 @@ fn print_paired(
     }
 }
 
+/// Where the backward's time goes: lnc's dx + dwdb, the dx kernel cut before its partial
+/// sums, and the Rust backward, medians of the same repetitions.
+fn print_dx_alone(title: &str, rows: &[Row]) {
+    println!("\n{title}");
+    println!(
+        "{:>6} | {:>10} | {:>13} | {:>10} | {:>15} | {:>17}",
+        "N", "lnc ms", "dx alone ms", "rust ms", "dx alone / rust", "partial-sum share"
+    );
+    for r in rows {
+        let Some(a) = r.dx_alone else { continue };
+        println!(
+            "{:>6} | {:>10.3} | {:>13.3} | {:>10.3} | {:>14.2}x | {:>16.0}%",
+            r.n,
+            r.lnc.median * 1e3,
+            a.median * 1e3,
+            r.rust.median * 1e3,
+            a.median / r.rust.median,
+            100.0 * (1.0 - a.median / r.lnc.median)
+        );
+    }
+}
+
 /// Cold compile of one kernel: a fresh `Jit` every time (no cache), source text to callable.
 fn cold_compile(
     opts: &lnc::CompileOptions,
@@ -1121,6 +1187,10 @@ fn run(opts: Opts) -> Result<()> {
             let narrow = (compile_opts.wide && lnc::computes_wide())
                 .then(|| new_module(compile_opts.clone().narrow()))
                 .transpose()?;
+            let dx_alone = dx_alone_source(&source).map(|src| {
+                Jit::with_options(compile_opts.clone()).module("dx_alone.py", src).map_err(|e| e.to_string())
+            });
+            let dx_alone = dx_alone.transpose()?;
             // Only `launch_unchecked` runs deferred stores (a safe launch keeps every store
             // where the source puts it), so only --unchecked has something to compare.
             let undeferred = (compile_opts.defer_stores && opts.unchecked)
@@ -1137,6 +1207,7 @@ fn run(opts: Opts) -> Result<()> {
                 copies: &copies,
                 narrow: narrow.as_ref(),
                 undeferred: undeferred.as_ref(),
+                dx_alone: dx_alone.as_ref(),
             };
             sweep(&ctx, buf, &sizes)
         })
@@ -1172,6 +1243,16 @@ fn run(opts: Opts) -> Result<()> {
             ["lnc ms", "128-bit ms", "gain"],
             &fwd,
             |r| r.narrow,
+        );
+    }
+    if bwd.iter().any(|r| r.dx_alone.is_some()) {
+        print_dx_alone(
+            &format!(
+                "where the backward's time goes, {tag}: median ms; dx alone = the seed's dx kernel cut \
+                 before its partial sums of dw and db (it stores dx only), timed in the same repetitions; \
+                 partial-sum share = 1 − dx alone / lnc"
+            ),
+            &bwd,
         );
     }
     if bwd.iter().any(|r| r.undeferred.is_some()) {
@@ -1211,6 +1292,7 @@ fn run(opts: Opts) -> Result<()> {
                 copies: &[],
                 narrow: None,
                 undeferred: None,
+                dx_alone: None,
             };
             // The same kernels converting tile by tile, for the gain of whole-row conversions.
             let opts = lnc::CompileOptions { half_rows: false, ..compile_opts.clone() };
