@@ -47,7 +47,7 @@
 //! there every store stays where the source puts it.
 //!
 //! Which loops: no assert in them, and every atomic in the loop addresses a scalar
-//! `arg + program_id(0) % G (+ constant)` with a compile-time `G` of at least
+//! `arg + program_id(0) % G (+ constants)` with a compile-time `G` of at least
 //! [`MIN_LOCKS`], the seed's `row % GROUP_SIZE_M` locks. The stores now run while the
 //! lock is held, so a program waiting for the same lock waits longer; with one lock per
 //! `G` ≥ 64 program ids two workers rarely meet (module `launch` of lnc-runtime counts
@@ -190,8 +190,8 @@ fn walk_regions(f: &Function, inst: Inst, visit: &mut impl FnMut(Inst)) {
     }
 }
 
-/// `G` when the scalar pointer `p` is an argument plus `program_id % G` (`G` a constant)
-/// plus constants.
+/// `G` when the scalar pointer `p` is an argument plus `program_id(0) % G` (`G` a
+/// constant) plus constants, added in any grouping.
 fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
     if !f.ty(p).shape.is_scalar() {
         return None;
@@ -201,17 +201,35 @@ fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
         match f.values[p].def {
             ValueDef::Param(_) => return groups,
             ValueDef::Result(i, 0) if f.inst(i).opcode == Opcode::PtrAdd => {
-                let offset = f.inst(i).args[1];
-                if int_const(f, offset).is_none() {
-                    if groups.is_some() {
+                if let Some(g) = offset_groups(f, f.inst(i).args[1])? {
+                    if groups.replace(g).is_some() {
                         return None;
                     }
-                    groups = Some(pid_modulus(f, offset)?);
                 }
                 p = f.inst(i).args[0];
             }
             _ => return None,
         }
+    }
+}
+
+/// For an offset that is constants and at most one `program_id(0) % G` added together:
+/// `Some(Some(G))` with that term, `Some(None)` without it; `None` for anything else.
+fn offset_groups(f: &Function, v: Value) -> Option<Option<i64>> {
+    if int_const(f, v).is_some() {
+        return Some(None);
+    }
+    if let Some(g) = pid_modulus(f, v) {
+        return Some(Some(g));
+    }
+    let ValueDef::Result(i, 0) = f.values[v].def else { return None };
+    let data = f.inst(i);
+    if data.opcode != Opcode::Binary(BinOp::Add) {
+        return None;
+    }
+    match (offset_groups(f, data.args[0])?, offset_groups(f, data.args[1])?) {
+        (Some(_), Some(_)) => None,
+        (a, b) => Some(a.or(b)),
     }
 }
 

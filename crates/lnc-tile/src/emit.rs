@@ -386,7 +386,7 @@ impl<'a> Lowerer<'a> {
                 Sink::ToScratch(v, slot) => {
                     let e = self.eval(v, p)?;
                     let shape = self.shape(v);
-                    if g.defer_stores {
+                    if g.scratch_stores_last {
                         // Materialize the tile now: the value must be read before any store.
                         let val = self.at_point(e, p)?;
                         stores.push((slot, shape, val));

@@ -115,7 +115,7 @@ pub(crate) struct Group {
     /// Nothing else may join (atomics, yields).
     pub(crate) isolated: bool,
     /// Store every `ToScratch` value of a tile after computing all of them.
-    pub(crate) defer_stores: bool,
+    pub(crate) scratch_stores_last: bool,
     pub(crate) span: lnc_diag::Span,
 }
 
@@ -450,7 +450,7 @@ impl<'a> Lowerer<'a> {
             insts: HashSet::new(),
             forced: BTreeSet::new(),
             isolated: false,
-            defer_stores: false,
+            scratch_stores_last: false,
             span,
         });
         g.sinks.push(sink);
@@ -845,7 +845,7 @@ impl<'a> Lowerer<'a> {
                 insts: HashSet::from([term]),
                 forced: BTreeSet::new(),
                 isolated: true,
-                defer_stores: true,
+                scratch_stores_last: true,
                 span,
             });
             self.flush()?;

@@ -69,6 +69,12 @@ fn a_row_store_moves_past_the_acquire_of_one_of_many_locks() {
     insta::assert_snapshot!(lnc_lir::print_function(&tile_opts(&f, opts(true)).expect("tiles")));
     assert!(y_stored_after_lock(LOCKED, SIG, true));
     assert!(!y_stored_after_lock(LOCKED, SIG, false));
+    // Constants added around the lock's index, in any grouping.
+    let shifted = LOCKED.replace("lock = Lock + row % G", "lock = Lock + 3 + row % G + 1");
+    assert!(y_stored_after_lock(&shifted, SIG, true));
+    // Two indices by program id added: not one lock per G programs.
+    let twice = LOCKED.replace("lock = Lock + row % G", "lock = Lock + row % G + row % G");
+    assert!(!y_stored_after_lock(&twice, SIG, true));
     // The seed's own group counts.
     for g in [64, 96, 128, 256] {
         assert!(y_stored_after_lock(LOCKED, &format!("*fp32,*fp32,*fp32,*i32,i32,{g},64"), true));
