@@ -201,10 +201,10 @@ fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
         match f.values[p].def {
             ValueDef::Param(_) => return groups,
             ValueDef::Result(i, 0) if f.inst(i).opcode == Opcode::PtrAdd => {
-                if let Some(g) = offset_groups(f, f.inst(i).args[1])? {
-                    if groups.replace(g).is_some() {
-                        return None;
-                    }
+                if let Some(g) = offset_groups(f, f.inst(i).args[1])?
+                    && groups.replace(g).is_some()
+                {
+                    return None;
                 }
                 p = f.inst(i).args[0];
             }
