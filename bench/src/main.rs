@@ -336,10 +336,46 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     for rep in 0..ctx.warmup + ctx.reps {
         // The cost of bounds checks: the same copy of the kernel unchecked, in the same
         // repetition, before the checked launch on odd repetitions and after it on even ones.
+        // The Rust baseline and the copy run before lnc's kernels on odd repetitions and
+        // after them on even ones: lnc's time relative to the baseline's, paired within a
+        // repetition, measured 0.96 with the baselines after and 1.05 with them before
+        // (N = 512, 2 threads, flushed; 0.73 and 0.76 at N = 4096).
+        let run_baselines = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32]| {
+            ctx.cool();
+            let t = Instant::now();
+            baseline::forward(x, &w, &b, y, mean, rstd, EPS);
+            let r = t.elapsed().as_secs_f64();
+            ctx.cool();
+            let t = Instant::now();
+            baseline::copy(x, y, n);
+            (r, t.elapsed().as_secs_f64())
+        };
+        let baselines_first = rep % 2 == 1;
+        let (mut r, mut c) = (0.0, 0.0);
+        if baselines_first {
+            (r, c) = run_baselines(y_rust, &mut mean_r, &mut rstd_r);
+        }
         let mut u = None;
         if !ctx.unchecked && rep % 2 == 1 {
             ctx.cool();
             u = Some(run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, true)?);
+        }
+        // The 128-bit kernel runs before lnc's on repetitions 1 and 2 modulo 4 and after it
+        // otherwise: a fixed order measured the run after the other one 4-10 % faster.
+        let mut narrow = None;
+        let mut run_narrow = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32]| -> Result<()> {
+            if let Some(kn) = &k_narrow {
+                ctx.cool();
+                let args = lnc::args![x, y, &w, &b, mean, rstd, n as i32, n as i32, EPS];
+                let t = Instant::now();
+                launch(kn, M as u32, &args, ctx.unchecked)?;
+                narrow = Some(t.elapsed().as_secs_f64());
+            }
+            Ok(())
+        };
+        let narrow_first = matches!(rep % 4, 1 | 2);
+        if narrow_first {
+            run_narrow(y_lnc, &mut mean_l, &mut rstd_l)?;
         }
         ctx.cool();
         let a = run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, ctx.unchecked)?;
@@ -347,22 +383,12 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             ctx.cool();
             u = Some(run_lnc(rep, y_lnc, &mut mean_l, &mut rstd_l, true)?);
         }
-        let mut narrow = None;
-        if let Some(kn) = &k_narrow {
-            ctx.cool();
-            let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean_l, &mut rstd_l, n as i32, n as i32, EPS];
-            let t = Instant::now();
-            launch(kn, M as u32, &args, ctx.unchecked)?;
-            narrow = Some(t.elapsed().as_secs_f64());
+        if !narrow_first {
+            run_narrow(y_lnc, &mut mean_l, &mut rstd_l)?;
         }
-        ctx.cool();
-        let t = Instant::now();
-        baseline::forward(x, &w, &b, y_rust, &mut mean_r, &mut rstd_r, EPS);
-        let r = t.elapsed().as_secs_f64();
-        ctx.cool();
-        let t = Instant::now();
-        baseline::copy(x, y_rust, n);
-        let c = t.elapsed().as_secs_f64();
+        if !baselines_first {
+            (r, c) = run_baselines(y_rust, &mut mean_r, &mut rstd_r);
+        }
         if rep >= ctx.warmup {
             tl.push(a);
             tr.push(r);
