@@ -538,6 +538,24 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     for rep in 0..ctx.warmup + ctx.reps {
         // The kernel without deferred stores runs before lnc's on odd repetitions and after
         // it on even ones.
+        // The Rust baselines and the cut dx kernel run before lnc's kernels on odd
+        // repetitions and after them on even ones (see the forward).
+        let mut others = |dx_rust: &mut [f32], dx_lnc: &mut [f32]| -> Result<(f64, f64, Option<f64>)> {
+            ctx.cool();
+            let t = Instant::now();
+            baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
+            let r = t.elapsed().as_secs_f64();
+            let sd = run_seed(dx_rust, &mut dw_s, &mut db_s);
+            let alone = match &k_alone {
+                Some(k) => Some(run_alone(k, dx_lnc, ctx.unchecked)?),
+                None => None,
+            };
+            Ok((r, sd, alone))
+        };
+        let mut measured = None;
+        if rep % 2 == 1 {
+            measured = Some(others(dx_rust, dx_lnc)?);
+        }
         let mut u = None;
         if let Some(k) = k_undeferred.as_ref().filter(|_| rep % 2 == 1) {
             u = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
@@ -546,14 +564,9 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         if let Some(k) = k_undeferred.as_ref().filter(|_| rep % 2 == 0) {
             u = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
         }
-        ctx.cool();
-        let t = Instant::now();
-        baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
-        let r = t.elapsed().as_secs_f64();
-        let sd = run_seed(dx_rust, &mut dw_s, &mut db_s);
-        let alone = match &k_alone {
-            Some(k) => Some(run_alone(k, dx_lnc, ctx.unchecked)?),
-            None => None,
+        let (r, sd, alone) = match measured {
+            Some(m) => m,
+            None => others(dx_rust, dx_lnc)?,
         };
         if rep >= ctx.warmup {
             tl.push(a);
@@ -751,9 +764,15 @@ fn half_backward(ctx: &Ctx<'_>, buf: &mut Buffers, hb: &mut HalfBuffers, n: usiz
 
     let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
-        let a = b32.run(ctx, x, dy, dx_lnc, &mean, &rstd)?;
-        let h = b16.run(ctx, x16, dy16, dx16, &mean, &rstd)?;
-        let g = bb.run(ctx, xb, dyb, dxb, &mean, &rstd)?;
+        // In reverse order on odd repetitions (see the forward's half table).
+        let (mut a, mut h, mut g) = (0.0, 0.0, 0.0);
+        for k in if rep % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] } {
+            match k {
+                0 => a = b32.run(ctx, x, dy, dx_lnc, &mean, &rstd)?,
+                1 => h = b16.run(ctx, x16, dy16, dx16, &mean, &rstd)?,
+                _ => g = bb.run(ctx, xb, dyb, dxb, &mean, &rstd)?,
+            }
+        }
         if rep >= ctx.warmup {
             t32.push(a);
             t16.push(h);
@@ -823,31 +842,34 @@ fn half_forward(
     let (mut t32, mut t16, mut tb) = (Vec::new(), Vec::new(), Vec::new());
     let (mut t16t, mut tbt) = (Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
-        let args = lnc::args![x, &mut *y_lnc, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS];
-        ctx.cool();
-        let t = Instant::now();
-        launch(&k32, M as u32, &args, ctx.unchecked)?;
-        let a = t.elapsed().as_secs_f64();
-        let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
-        ctx.cool();
-        let t = Instant::now();
-        launch(&k16, M as u32, &args, ctx.unchecked)?;
-        let h = t.elapsed().as_secs_f64();
-        let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
-        ctx.cool();
-        let t = Instant::now();
-        launch(&kb, M as u32, &args, ctx.unchecked)?;
-        let g = t.elapsed().as_secs_f64();
-        let args = lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS];
-        ctx.cool();
-        let t = Instant::now();
-        launch(&k16t, M as u32, &args, ctx.unchecked)?;
-        let ht = t.elapsed().as_secs_f64();
-        let args = lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS];
-        ctx.cool();
-        let t = Instant::now();
-        launch(&kbt, M as u32, &args, ctx.unchecked)?;
-        let gt = t.elapsed().as_secs_f64();
+        // The five kernels run in reverse order on odd repetitions: where a run falls in a
+        // repetition moves its time (see the bench README's protocol).
+        let mut times = [0.0f64; 5];
+        let order = if rep % 2 == 0 { [0, 1, 2, 3, 4] } else { [4, 3, 2, 1, 0] };
+        for k in order {
+            let (kernel, args) = match k {
+                0 => {
+                    (&k32, lnc::args![x, &mut *y_lnc, &w, &b, &mut mean, &mut rstd, n as i32, n as i32, EPS])
+                }
+                1 => (
+                    &k16,
+                    lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS],
+                ),
+                2 => (&kb, lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS]),
+                3 => (
+                    &k16t,
+                    lnc::args![x16, &mut *y16, &w16, &b16, &mut mean, &mut rstd, n as i32, n as i32, EPS],
+                ),
+                _ => {
+                    (&kbt, lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS])
+                }
+            };
+            ctx.cool();
+            let t = Instant::now();
+            launch(kernel, M as u32, &args, ctx.unchecked)?;
+            times[k] = t.elapsed().as_secs_f64();
+        }
+        let [a, h, g, ht, gt] = times;
         if rep >= ctx.warmup {
             t32.push(a);
             t16.push(h);
