@@ -67,7 +67,7 @@ pub struct Kernel {
     unchecked: OnceLock<lnc_clif::CompiledKernel>,
     /// How `unchecked` is compiled when first launched.
     unchecked_options: lnc_clif::CodegenOptions,
-    /// The tiling of `unchecked` when it differs from `lir`'s: with stores deferred past
+    /// The tiling of `unchecked` when it may differ from `lir`'s: with stores deferred past
     /// spin locks (`CompileOptions::defer_stores`), which safe launches do not do.
     unchecked_tiling: Option<lnc_tile::TileOptions>,
     programs: Programs,
@@ -88,7 +88,13 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
         let Artifacts { tile_opts, bir, lir, code, timings, warnings } = arts;
-        let unchecked_tiling = (module.jit.inner.options.defer_stores && lnc_tile::defers_stores(&bir))
+        // Whether deferring moves anything is found on the first unchecked launch, which
+        // compiles that code anyway: the safe launch's compile does not pay for it.
+        let unchecked_tiling = module
+            .jit
+            .inner
+            .options
+            .defer_stores
             .then_some(lnc_tile::TileOptions { defer_stores: true, ..tile_opts });
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
@@ -232,14 +238,15 @@ impl Kernel {
             match self.unchecked.get() {
                 Some(c) => c,
                 None => {
-                    let c = match &self.unchecked_tiling {
-                        Some(o) => {
-                            let lir = lnc_tile::lower(&self.bir, o)
-                                .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
-                            pipeline::codegen(&lir, &self.unchecked_options)?
-                        }
-                        None => pipeline::codegen(&self.lir, &self.unchecked_options)?,
-                    };
+                    let c =
+                        match self.unchecked_tiling.as_ref().filter(|_| lnc_tile::defers_stores(&self.bir)) {
+                            Some(o) => {
+                                let lir = lnc_tile::lower(&self.bir, o)
+                                    .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
+                                pipeline::codegen(&lir, &self.unchecked_options)?
+                            }
+                            None => pipeline::codegen(&self.lir, &self.unchecked_options)?,
+                        };
                     self.unchecked.get_or_init(|| c)
                 }
             }
