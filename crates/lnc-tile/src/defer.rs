@@ -19,9 +19,9 @@
 //! drain while the program goes on with the partial sums, and the release at the end
 //! finds them done. Measured on the seed's dx kernel written both ways (2 threads,
 //! M = 4096, caches flushed, medians of 80 launches interleaved): N = 512 0.838 → 0.785
-//! ms, 768 1.201 → 1.005, 1024 1.635 → 1.384; the compiled pass in two runs of
-//! `lnc-bench --unchecked` (dx + dwdb, paired): 768 +8 and +12 %, 1000 +9 and +11 %, 512
-//! and 1024 between −3 and +6 %, 2048 −5 %.
+//! ms, 768 1.201 → 1.005, 1024 1.635 → 1.384; the compiled pass in `lnc-bench
+//! --unchecked` (dx + dwdb, paired, order alternated): 512 +5 %, 768 +21 %, 1000 and 1024
+//! +16 %, from 2048 up 0 to +7 %.
 //!
 //! Why it keeps the program's meaning: the atomics are sequentially consistent, and a
 //! store may not move past one in general; another program that acquires the lock after
