@@ -168,3 +168,44 @@ fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
         assert!(locks[..group].iter().all(|&l| l == 0), "short by {short}: a lock left held: {locks:?}");
     }
 }
+
+/// An assert after the lock in code whose store was deferred, launched unchecked: the
+/// failure names the assert's line (the unchecked code was tiled apart from the safe
+/// launch's, and its own sites are the ones reported).
+#[test]
+fn an_assert_after_a_deferred_store_names_its_line() {
+    let src = r#"import triton
+import triton.language as tl
+
+@triton.jit
+def k(Y, X, Lock, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, x * 2.0, mask=m)
+    lock = Lock + row % 64
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    tl.device_assert(row < 5, "row too large")
+    tl.atomic_xchg(lock, 0)
+"#;
+    let module = lnc::Jit::new().module("assert_after_lock.py", src.to_string()).expect("parses");
+    let sig = "*fp32,*fp32,*i32,i32,64";
+    let req = DumpRequest { stages: vec![Stage::Lir], checked: false, ..Default::default() };
+    let text = module.dump("k", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
+    let spin = text.find("while").expect("the spin loop");
+    let store = text.find("store.contig").expect("the store of Y");
+    assert!(spin < store, "the store is deferred in unchecked code:\n{text}");
+    let k = module.kernel("k", sig).unwrap_or_else(|e| panic!("{e}"));
+    let (m, n) = (8usize, 40usize);
+    let x = vec![1.0f32; m * n];
+    let mut y = vec![f32::NAN; m * n];
+    let mut locks = vec![0i32; 64];
+    // SAFETY: every buffer has the length the kernel indexes.
+    let err = unsafe { k.launch_unchecked(m as u32, &lnc::args![&mut y, &x, &mut locks, n as i32]) }
+        .expect_err("rows 5 to 7 fail the assert");
+    let text = err.to_string();
+    assert!(text.contains("assert_after_lock.py:14:"), "{text}");
+    assert!(text.contains("device_assert"), "{text}");
+}

@@ -64,7 +64,9 @@ pub struct Kernel {
     bir: lnc_bir::Function,
     lir: lnc_lir::Function,
     checked: lnc_clif::CompiledKernel,
-    unchecked: OnceLock<lnc_clif::CompiledKernel>,
+    /// The unchecked code, and the sites of its loop IR when it was tiled apart from `lir`
+    /// (an assert's fault names a site of the code that ran).
+    unchecked: OnceLock<(lnc_clif::CompiledKernel, Option<Vec<lnc_lir::Site>>)>,
     /// How `unchecked` is compiled when first launched.
     unchecked_options: lnc_clif::CodegenOptions,
     /// The tiling of `unchecked` when it may differ from `lir`'s: with stores deferred past
@@ -232,10 +234,10 @@ impl Kernel {
             let s = p.slot as usize;
             slots[s] = self.encode(p, a, &mut bounds[s], &mut valid[s])?;
         }
-        let code = if checked {
-            &self.checked
+        let (code, sites) = if checked {
+            (&self.checked, &self.lir.sites)
         } else {
-            match self.unchecked.get() {
+            let (code, sites) = match self.unchecked.get() {
                 Some(c) => c,
                 None => {
                     let c =
@@ -243,13 +245,14 @@ impl Kernel {
                             Some(o) => {
                                 let lir = lnc_tile::lower(&self.bir, o)
                                     .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
-                                pipeline::codegen(&lir, &self.unchecked_options)?
+                                (pipeline::codegen(&lir, &self.unchecked_options)?, Some(lir.sites))
                             }
-                            None => pipeline::codegen(&self.lir, &self.unchecked_options)?,
+                            None => (pipeline::codegen(&self.lir, &self.unchecked_options)?, None),
                         };
                     self.unchecked.get_or_init(|| c)
                 }
-            }
+            };
+            (code, sites.as_ref().unwrap_or(&self.lir.sites))
         };
         // SAFETY: every pointer slot comes from a borrowed buffer that outlives the launch,
         // writable when the kernel writes through it, and its bounds describe that buffer;
@@ -269,7 +272,7 @@ impl Kernel {
         match result {
             Ok(()) => Ok(()),
             Err(LaunchError::Fault { status, pid, fault }) => {
-                let site = self.lir.sites.get(fault.site as usize).copied();
+                let site = sites.get(fault.site as usize).copied();
                 let span = site.map(|s| s.span).unwrap_or_default();
                 let (line, col) = self.file.line_col(span.start);
                 let location = format!("{}:{line}:{col}", self.file.name);
