@@ -225,6 +225,19 @@ fn launch(k: &Kernel, grid: u32, args: &[lnc::Arg<'_>], unchecked: bool) -> Resu
     r.map_err(|e| e.to_string())
 }
 
+/// Cools the caches, then times one launch (seconds).
+fn timed_launch(ctx: &Ctx<'_>, k: &Kernel, args: &[lnc::Arg<'_>], unchecked: bool) -> Result<f64> {
+    ctx.cool();
+    let t = Instant::now();
+    launch(k, M as u32, args, unchecked)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// Kernel `name` on `signature` from `module`, when there is one (the paired variants).
+fn kernel_in(module: Option<&Module>, name: &str, signature: &str) -> Result<Option<Arc<Kernel>>> {
+    module.map(|m| m.kernel(name, signature).map_err(|e| e.to_string())).transpose()
+}
+
 /// Checks `got` against `want` elementwise: |got - want| ≤ atol + rtol·|want|.
 fn check(what: &str, n: usize, got: &[f32], want: &[f32], atol: f32, rtol: f32) -> Result<()> {
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
@@ -327,10 +340,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
     check("mean", n, &mean_l, &mean_r, 1e-5, 1e-5)?;
     check("rstd", n, &rstd_l, &rstd_r, 1e-5, 1e-4)?;
 
-    let k_narrow = match ctx.narrow {
-        Some(m) => Some(m.kernel(FWD, &fwd_signature(n)).map_err(|e| e.to_string())?),
-        None => None,
-    };
+    let k_narrow = kernel_in(ctx.narrow, FWD, &fwd_signature(n))?;
     let (mut tl, mut tr, mut tc, mut tu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut tn = Vec::new();
     for rep in 0..ctx.warmup + ctx.reps {
@@ -365,11 +375,8 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         let mut narrow = None;
         let mut run_narrow = |y: &mut [f32], mean: &mut [f32], rstd: &mut [f32]| -> Result<()> {
             if let Some(kn) = &k_narrow {
-                ctx.cool();
                 let args = lnc::args![x, y, &w, &b, mean, rstd, n as i32, n as i32, EPS];
-                let t = Instant::now();
-                launch(kn, M as u32, &args, ctx.unchecked)?;
-                narrow = Some(t.elapsed().as_secs_f64());
+                narrow = Some(timed_launch(ctx, kn, &args, ctx.unchecked)?);
             }
             Ok(())
         };
@@ -474,10 +481,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             let end = Instant::now();
             Ok(((end - t).as_secs_f64(), (end - t1).as_secs_f64()))
         };
-    let k_undeferred = match ctx.undeferred {
-        Some(m) => Some(m.kernel(BWD_DX, &dx_signature(n)).map_err(|e| e.to_string())?),
-        None => None,
-    };
+    let k_undeferred = kernel_in(ctx.undeferred, BWD_DX, &dx_signature(n))?;
     dx_lnc.fill(f32::NAN);
     run_lnc(&k_dx, dx_lnc, &mut dw_l, &mut db_l, false)?;
     baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
@@ -509,24 +513,14 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         check("db (lnc, stores not deferred)", n, &db_s, &db_r, 2e-3, 1e-4)?;
     }
 
-    let k_alone = match ctx.dx_alone {
-        Some(m) => Some(m.kernel(BWD_DX, &dx_signature(n)).map_err(|e| e.to_string())?),
-        None => None,
-    };
+    let k_alone = kernel_in(ctx.dx_alone, BWD_DX, &dx_signature(n))?;
     // The cut kernel never touches DW, DB or Lock: one element each.
     let (unused_f, unused_i) = (vec![0.0f32; 1], vec![0i32; 1]);
     let run_alone = |k: &Kernel, dx: &mut [f32], unchecked: bool| -> Result<f64> {
-        ctx.cool();
-        let t = Instant::now();
-        launch(
-            k,
-            M as u32,
-            &lnc::args![
-                dx, dy, &unused_f, &unused_f, x, &w, &b, &mean, &rstd, &unused_i, n as i32, n as i32, EPS
-            ],
-            unchecked,
-        )?;
-        Ok(t.elapsed().as_secs_f64())
+        let args = lnc::args![
+            dx, dy, &unused_f, &unused_f, x, &w, &b, &mean, &rstd, &unused_i, n as i32, n as i32, EPS
+        ];
+        timed_launch(ctx, k, &args, unchecked)
     };
     if let Some(k) = &k_alone {
         dx_rust.fill(f32::NAN);
@@ -864,10 +858,7 @@ fn half_forward(
                     (&kbt, lnc::args![xb, &mut *yb, &wb, &bb, &mut mean, &mut rstd, n as i32, n as i32, EPS])
                 }
             };
-            ctx.cool();
-            let t = Instant::now();
-            launch(kernel, M as u32, &args, ctx.unchecked)?;
-            times[k] = t.elapsed().as_secs_f64();
+            times[k] = timed_launch(ctx, kernel, &args, ctx.unchecked)?;
         }
         let [a, h, g, ht, gt] = times;
         if rep >= ctx.warmup {

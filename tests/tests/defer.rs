@@ -11,17 +11,14 @@ use common::*;
 use half::{bf16, f16};
 use lnc::{DumpRequest, Stage};
 
+const DX: &str = "_layer_norm_bwd_dx_fused";
+
 fn module(defer_stores: bool) -> lnc::Module {
     let opts = lnc::CompileOptions { defer_stores, ..Default::default() };
     lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
 }
 
-fn dx_signature(t: &str, group: usize, block: usize) -> String {
-    format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}")
-}
-
-/// The dx kernel's outputs (dx, partial dw, partial db) as f64, with `group` locks;
-/// `unchecked`: launched with `launch_unchecked`.
+/// The dx kernel's outputs (dx, partial dw, partial db) as f64 ([`run_seed_dx`]).
 fn dx_outputs<T: Float>(
     module: &lnc::Module,
     x: &[T],
@@ -31,68 +28,39 @@ fn dx_outputs<T: Float>(
     group: usize,
     unchecked: bool,
 ) -> [Vec<f64>; 3] {
-    let m = x.len() / n;
-    let block = n.next_power_of_two();
-    let nan = T::from_f32(f32::NAN);
-    let b = vec![T::from_f32(0.25); n];
-    let fwd = module
-        .kernel(
-            "_layer_norm_fwd_fused",
-            &format!("*{0},*{0},*{0},*{0},*fp32,*fp32,i32,i32,fp32,{block}", T::SIG),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
-    fwd.launch(m as u32, &lnc::args![x, &mut y, w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = module
-        .kernel("_layer_norm_bwd_dx_fused", &dx_signature(T::SIG, group, block))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut locks = vec![0i32; 2 * group];
-    let (mut dx, mut pdw, mut pdb) = (vec![nan; m * n], vec![nan; group * n], vec![nan; group * n]);
-    let args = lnc::args![
-        &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
-    ];
-    let launched = if unchecked {
-        // SAFETY: the buffers have the lengths the kernel indexes: m rows of n, `group`
-        // partial rows, 2 * group lock words.
-        unsafe { k.launch_unchecked(m as u32, &args) }
-    } else {
-        k.launch(m as u32, &args)
-    };
-    launched.unwrap_or_else(|e| panic!("{e}"));
-    assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held");
+    let (dx, pdw, pdb) = run_seed_dx(module, x, dy, w, n, group, unchecked);
     let f = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<f64>>();
     [f(&dx), f(&pdw), f(&pdb)]
 }
 
-/// Whether, in the loop IR of the dx kernel (of safe launches when `checked`), dx (slot 0)
-/// is stored after the spin loop.
-fn dx_stored_after_lock(module: &lnc::Module, sig: &str, checked: bool) -> bool {
+/// Whether, in the loop IR of `kernel` (of safe launches when `checked`), the first store
+/// into parameter `param` comes after the first spin loop.
+fn stored_after_lock(module: &lnc::Module, kernel: &str, sig: &str, param: &str, checked: bool) -> bool {
     let req = DumpRequest { stages: vec![Stage::Lir], checked, ..Default::default() };
-    let dumps = module.dump("_layer_norm_bwd_dx_fused", sig, &req).unwrap_or_else(|e| panic!("{e}"));
+    let dumps = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{e}"));
     let text = &dumps[0].text;
+    let marker = format!(" ({param}) span ");
     let site = text
         .lines()
-        .find_map(|l| {
-            l.trim_start().strip_prefix("site ")?.split_once(": arg 0 (DX)").map(|(k, _)| k.to_string())
-        })
-        .unwrap_or_else(|| panic!("no access to DX:\n{text}"));
+        .filter(|l| l.contains(&marker))
+        .find_map(|l| l.trim_start().strip_prefix("site ")?.split_once(':').map(|(k, _)| k.to_string()))
+        .unwrap_or_else(|| panic!("no access to {param}:\n{text}"));
     let lines: Vec<&str> = text.lines().collect();
     let spin = lines.iter().position(|l| l.trim_start().starts_with("while")).expect("the spin loop");
     let store = lines
         .iter()
         .position(|l| l.contains("store") && l.ends_with(&format!("; site {site}")))
-        .unwrap_or_else(|| panic!("no store of dx:\n{text}"));
+        .unwrap_or_else(|| panic!("no store into {param}:\n{text}"));
     store > spin
 }
 
 fn deferred_matches<T: Float>(atol: f64, rtol: f64) {
     let mut rng = rng();
     let (deferred, kept) = (module(true), module(false));
-    let sig = dx_signature(T::SIG, 64, 1024);
-    assert!(dx_stored_after_lock(&deferred, &sig, false), "launch_unchecked's code defers dx");
-    assert!(!dx_stored_after_lock(&deferred, &sig, true), "a safe launch keeps dx before the lock");
-    assert!(!dx_stored_after_lock(&kept, &sig, false));
+    let sig = seed_dx_signature(T::SIG, 64, 1024);
+    assert!(stored_after_lock(&deferred, DX, &sig, "DX", false), "launch_unchecked's code defers dx");
+    assert!(!stored_after_lock(&deferred, DX, &sig, "DX", true), "a safe launch keeps dx before the lock");
+    assert!(!stored_after_lock(&kept, DX, &sig, "DX", false));
     // m = group: one row per lock, so the partial sums do not depend on the schedule.
     for (group, n) in [(64usize, 1000usize), (64, 61), (128, 1029), (256, 7)] {
         let m = group;
@@ -143,9 +111,8 @@ fn deferred_stores_give_the_same_bits_bf16() {
 fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
     let (group, n) = (64usize, 1000usize);
     let m = 3 * group;
-    let k = module(true)
-        .kernel("_layer_norm_bwd_dx_fused", &dx_signature("fp32", group, 1024))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let k =
+        module(true).kernel(DX, &seed_dx_signature("fp32", group, 1024)).unwrap_or_else(|e| panic!("{e}"));
     let x = vec![0.5f32; m * n];
     let dy = vec![0.1f32; m * n];
     let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
@@ -192,11 +159,7 @@ def k(Y, X, Lock, N, BLOCK: tl.constexpr):
 "#;
     let module = lnc::Jit::new().module("assert_after_lock.py", src.to_string()).expect("parses");
     let sig = "*fp32,*fp32,*i32,i32,64";
-    let req = DumpRequest { stages: vec![Stage::Lir], checked: false, ..Default::default() };
-    let text = module.dump("k", sig, &req).unwrap_or_else(|e| panic!("{e}"))[0].text.clone();
-    let spin = text.find("while").expect("the spin loop");
-    let store = text.find("store.contig").expect("the store of Y");
-    assert!(spin < store, "the store is deferred in unchecked code:\n{text}");
+    assert!(stored_after_lock(&module, "k", sig, "Y", false), "the store is deferred in unchecked code");
     let k = module.kernel("k", sig).unwrap_or_else(|e| panic!("{e}"));
     let (m, n) = (8usize, 40usize);
     let x = vec![1.0f32; m * n];

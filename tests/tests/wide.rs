@@ -112,28 +112,8 @@ fn backward<T: Float>(
     group: usize,
 ) -> Vec<Vec<u64>> {
     let m = x.len() / n;
-    let block = n.next_power_of_two();
-    let nan = T::from_f32(f32::NAN);
-    let t = T::SIG;
-    // mean and rstd from the forward of the same module.
-    let fwd = module
-        .kernel("_layer_norm_fwd_fused", &format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{block}"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
-    let b = vec![T::from_f32(0.25); n];
-    fwd.launch(m as u32, &lnc::args![x, &mut y, w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sig = format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}");
-    let dx_k = module.kernel("_layer_norm_bwd_dx_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
-    let mut locks = vec![0i32; 2 * group];
-    let (mut pdw, mut pdb, mut dx) = (vec![nan; group * n], vec![nan; group * n], vec![nan; m * n]);
-    dx_k.launch(
-        m as u32,
-        &lnc::args![
-            &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (nan, t) = (T::from_f32(f32::NAN), T::SIG);
+    let (dx, pdw, pdb) = run_seed_dx(module, x, dy, w, n, group, false);
     let dwdb = module
         .kernel("_layer_norm_bwd_dwdb", &format!("*{t},*{t},*{t},*{t},i32,i32,32,128"))
         .unwrap_or_else(|e| panic!("{e}"));

@@ -178,3 +178,52 @@ pub fn run_forward<T: Float>(
     assert!(buf[..shift].iter().all(|v| v.to_f64().is_nan()), "elements before y were written");
     (buf.split_off(shift), mean, rstd)
 }
+
+/// The signature of the seed's dx kernel with storage dtype `t` (mean and rstd fp32).
+pub fn seed_dx_signature(t: &str, group: usize, block: usize) -> String {
+    format!("*{t},*{t},*{t},*{t},*{t},*{t},*{t},*fp32,*fp32,*i32,i32,i32,fp32,{group},{block}")
+}
+
+/// The seed's dx kernel of `module` on rows of `n` (mean and rstd from the module's
+/// forward, b = 0.25) with `group` locks, every output poisoned with NaN, launched
+/// unchecked when `unchecked`; returns dx and the partial dw and db rows, after checking
+/// that every lock was released.
+pub fn run_seed_dx<T: Float>(
+    module: &lnc::Module,
+    x: &[T],
+    dy: &[T],
+    w: &[T],
+    n: usize,
+    group: usize,
+    unchecked: bool,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let m = x.len() / n;
+    let block = n.next_power_of_two();
+    let nan = T::from_f32(f32::NAN);
+    let t = T::SIG;
+    let fwd = module
+        .kernel("_layer_norm_fwd_fused", &format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{block}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut y, mut mean, mut rstd) = (vec![nan; m * n], vec![f32::NAN; m], vec![f32::NAN; m]);
+    let b = vec![T::from_f32(0.25); n];
+    fwd.launch(m as u32, &lnc::args![x, &mut y, w, &b, &mut mean, &mut rstd, n as i32, n as i32, 1e-5f32])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = module
+        .kernel("_layer_norm_bwd_dx_fused", &seed_dx_signature(t, group, block))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut locks = vec![0i32; 2 * group];
+    let (mut dx, mut pdw, mut pdb) = (vec![nan; m * n], vec![nan; group * n], vec![nan; group * n]);
+    let args = lnc::args![
+        &mut dx, dy, &mut pdw, &mut pdb, x, w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
+    ];
+    let launched = if unchecked {
+        // SAFETY: the buffers have the lengths the kernel indexes: m rows of n, `group`
+        // partial rows, 2 * group lock words.
+        unsafe { k.launch_unchecked(m as u32, &args) }
+    } else {
+        k.launch(m as u32, &args)
+    };
+    launched.unwrap_or_else(|e| panic!("{e}"));
+    assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held");
+    (dx, pdw, pdb)
+}
