@@ -1,9 +1,10 @@
 //! Stores deferred past a spin lock's acquire (lnc-tile's `defer`): the seed's dx kernel
-//! with `GROUP_SIZE_M` ≥ 64, launched unchecked, stores dx after taking its lock. The same
-//! bits as the kernel compiled without deferring and as the safe launch (which keeps the
-//! store before the lock), in fp32, fp16 and bf16, against a float64 reference, with
-//! outputs poisoned; and a safe launch whose dx store faults reports it and leaves no lock
-//! held.
+//! with `GROUP_SIZE_M` ≥ 64 stores dx after taking its lock. The same bits as the kernel
+//! compiled without deferring, launched safely and unchecked, in fp32, fp16 and bf16,
+//! against a float64 reference, with outputs poisoned; and a safe launch whose dx store
+//! would fault fails where the source puts the store (its bounds are checked there), before
+//! taking its lock: it reports dx even when the lock is out of bounds too, and leaves no
+//! lock held.
 
 mod common;
 
@@ -33,9 +34,16 @@ fn dx_outputs<T: Float>(
     [f(&dx), f(&pdw), f(&pdb)]
 }
 
-/// Whether, in the loop IR of `kernel` (of safe launches when `checked`), the first store
-/// into parameter `param` comes after the first spin loop.
-fn stored_after_lock(module: &lnc::Module, kernel: &str, sig: &str, param: &str, checked: bool) -> bool {
+/// Where, in the loop IR of `kernel` (of safe launches when `checked`), the first store
+/// into parameter `param` is, and the first that only checks its bounds, if any:
+/// whether each comes after the first spin loop.
+fn stores_after_lock(
+    module: &lnc::Module,
+    kernel: &str,
+    sig: &str,
+    param: &str,
+    checked: bool,
+) -> (bool, Option<bool>) {
     let req = DumpRequest { stages: vec![Stage::Lir], checked, ..Default::default() };
     let dumps = module.dump(kernel, sig, &req).unwrap_or_else(|e| panic!("{e}"));
     let text = &dumps[0].text;
@@ -47,20 +55,35 @@ fn stored_after_lock(module: &lnc::Module, kernel: &str, sig: &str, param: &str,
         .unwrap_or_else(|| panic!("no access to {param}:\n{text}"));
     let lines: Vec<&str> = text.lines().collect();
     let spin = lines.iter().position(|l| l.trim_start().starts_with("while")).expect("the spin loop");
-    let store = lines
-        .iter()
-        .position(|l| l.contains("store") && l.ends_with(&format!("; site {site}")))
-        .unwrap_or_else(|| panic!("no store into {param}:\n{text}"));
-    store > spin
+    let of_site = |check: bool| {
+        lines.iter().position(|l| {
+            l.contains("store")
+                && l.contains(".check_only") == check
+                && l.ends_with(&format!("; site {site}"))
+        })
+    };
+    let store = of_site(false).unwrap_or_else(|| panic!("no store into {param}:\n{text}"));
+    (store > spin, of_site(true).map(|c| c > spin))
+}
+
+/// Whether the store into `param` comes after the spin loop, in the code of both kinds of
+/// launch; checking that safe launches check its bounds before the loop, and unchecked
+/// ones not at all.
+fn stored_after_lock(module: &lnc::Module, kernel: &str, sig: &str, param: &str) -> bool {
+    let (safe, check) = stores_after_lock(module, kernel, sig, param, true);
+    let (unchecked, none) = stores_after_lock(module, kernel, sig, param, false);
+    assert_eq!(safe, unchecked, "both kinds of launch store {param} at the same place");
+    assert_eq!(none, None, "unchecked code checks no bounds");
+    assert_eq!(check, safe.then_some(false), "a safe launch checks a deferred store before the lock");
+    safe
 }
 
 fn deferred_matches<T: Float>(atol: f64, rtol: f64) {
     let mut rng = rng();
     let (deferred, kept) = (module(true), module(false));
     let sig = seed_dx_signature(T::SIG, 64, 1024);
-    assert!(stored_after_lock(&deferred, DX, &sig, "DX", false), "launch_unchecked's code defers dx");
-    assert!(!stored_after_lock(&deferred, DX, &sig, "DX", true), "a safe launch keeps dx before the lock");
-    assert!(!stored_after_lock(&kept, DX, &sig, "DX", false));
+    assert!(stored_after_lock(&deferred, DX, &sig, "DX"), "dx is stored after taking the lock");
+    assert!(!stored_after_lock(&kept, DX, &sig, "DX"));
     // m = group: one row per lock, so the partial sums do not depend on the schedule.
     for (group, n) in [(64usize, 1000usize), (64, 61), (128, 1029), (256, 7)] {
         let m = group;
@@ -104,9 +127,16 @@ fn deferred_stores_give_the_same_bits_bf16() {
     deferred_matches::<bf16>(1.6e-2, 2e-2);
 }
 
-/// A safe launch keeps the store of dx before the lock: dx one element (or rows) short
-/// fails naming DX, and no lock is left held (deferred, the faulting program would have
-/// held its lock, and a later launch on the same lock words would wait forever).
+/// The line of the seed's `tl.store(DX + cols, dx, mask=mask)`, as errors name it.
+fn dx_store_line() -> String {
+    let line = seed_source().lines().position(|l| l.contains("tl.store(DX + cols")).expect("the dx store");
+    format!("triton_05_layer_norm.py:{}:", line + 1)
+}
+
+/// A safe launch checks the bounds of dx where the source stores it, before the lock: dx
+/// one element (or rows) short fails naming DX at that line, and no lock is left held
+/// (checked after the lock, the faulting program would have held its lock, and a later
+/// launch on the same lock words would wait forever).
 #[test]
 fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
     let (group, n) = (64usize, 1000usize);
@@ -131,8 +161,40 @@ fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
             )
             .expect_err("DX is too short");
         let text = err.to_string();
-        assert!(text.contains("DX"), "{text}");
+        assert!(text.contains("DX") && text.contains(&dx_store_line()), "{text}");
         assert!(locks[..group].iter().all(|&l| l == 0), "short by {short}: a lock left held: {locks:?}");
+    }
+}
+
+/// A program whose dx store and lock count are both out of bounds fails on dx, the first
+/// of the two in the source, as when the store is not deferred.
+#[test]
+fn a_safe_launch_reports_the_dx_store_before_the_lock() {
+    let (group, n) = (64usize, 100usize);
+    let m = group;
+    let sig = seed_dx_signature("fp32", group, 128);
+    let x = vec![0.5f32; m * n];
+    let dy = vec![0.1f32; m * n];
+    let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
+    let (mean, rstd) = (vec![0.0f32; m], vec![1.0f32; m]);
+    for defer_stores in [true, false] {
+        let k = module(defer_stores).kernel(DX, &sig).unwrap_or_else(|e| panic!("{e}"));
+        // Rows 62 and 63: dx short by n + 1, their counts (after the locks) past the end.
+        let mut dx = vec![f32::NAN; m * n - n - 1];
+        let (mut pdw, mut pdb) = (vec![0.0f32; group * n], vec![0.0f32; group * n]);
+        let mut locks = vec![0i32; 2 * group - 2];
+        let err = k
+            .launch(
+                m as u32,
+                &lnc::args![
+                    &mut dx, &dy, &mut pdw, &mut pdb, &x, &w, &b, &mean, &rstd, &mut locks, n as i32,
+                    n as i32, 1e-5f32
+                ],
+            )
+            .expect_err("DX and Lock are too short");
+        let text = err.to_string();
+        assert!(text.contains("DX") && text.contains(&dx_store_line()), "deferred {defer_stores}: {text}");
+        assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held: {locks:?}");
     }
 }
 
@@ -159,7 +221,7 @@ def k(Y, X, Lock, N, BLOCK: tl.constexpr):
 "#;
     let module = lnc::Jit::new().module("assert_after_lock.py", src.to_string()).expect("parses");
     let sig = "*fp32,*fp32,*i32,i32,64";
-    assert!(stored_after_lock(&module, "k", sig, "Y", false), "the store is deferred in unchecked code");
+    assert!(stored_after_lock(&module, "k", sig, "Y"), "the store is deferred");
     let k = module.kernel("k", sig).unwrap_or_else(|e| panic!("{e}"));
     let (m, n) = (8usize, 40usize);
     let x = vec![1.0f32; m * n];

@@ -635,13 +635,17 @@ impl Exec<'_> {
                 }
                 out
             }
-            Opcode::Store { has_mask } => {
+            Opcode::Store { has_mask, check_only } => {
                 let (p, v) = (self.get(i, args[0])?, self.get(i, args[1])?);
                 let mask = if has_mask { Some(self.get(i, args[2])?) } else { None };
                 let d = self.dtype(args[1]);
                 for k in 0..p.len() {
                     if mask.as_ref().is_none_or(|m| m[k] != S::I(0)) {
-                        self.write(i, p[k], d, v[k])?;
+                        if check_only {
+                            self.locate(i, p[k], d, Access::Write)?;
+                        } else {
+                            self.write(i, p[k], d, v[k])?;
+                        }
                     }
                 }
                 return Ok(());

@@ -239,6 +239,11 @@ pub enum Opcode {
     Store {
         /// A mask operand follows the value.
         has_mask: bool,
+        /// Writes nothing: only checks, where bounds are checked, that every enabled lane
+        /// is inside its argument, faulting as the store would. Left by lnc-tile's `defer`
+        /// where it moved a store from, so that a safe launch faults where the source puts
+        /// the store, before any lock is taken. The value operand is ignored.
+        check_only: bool,
     },
     /// `(block) -> block or scalar`: reduction along `axis`.
     Reduce {

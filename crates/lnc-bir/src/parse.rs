@@ -419,9 +419,11 @@ impl<'s> Parser<'s> {
                 h(Opcode::Load { has_mask, has_other, volatile }, ops.into_iter().map(|(_, v)| v).collect())
             }
             "store" => {
+                self.skip_inline();
+                let check_only = self.eat_word("check_only");
                 let ops = self.operands(&["mask"])?;
                 let has_mask = ops.iter().any(|(l, _)| l.is_some());
-                h(Opcode::Store { has_mask }, ops.into_iter().map(|(_, v)| v).collect())
+                h(Opcode::Store { has_mask, check_only }, ops.into_iter().map(|(_, v)| v).collect())
             }
             "reduce" => {
                 let w = self.word()?;

@@ -401,7 +401,10 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
             let ops = labeled(names, args, &labels);
             if volatile { format!("volatile {ops}") } else { ops }
         }
-        Opcode::Store { has_mask } => labeled(names, args, &["", "", if has_mask { "mask" } else { "" }]),
+        Opcode::Store { has_mask, check_only } => {
+            let ops = labeled(names, args, &["", "", if has_mask { "mask" } else { "" }]);
+            if check_only { format!("check_only {ops}") } else { ops }
+        }
         Opcode::Reduce { op, axis, keep_dims } => format!(
             "{} axis={axis}{} {}",
             op.name(),

@@ -579,7 +579,7 @@ impl<'a> Verifier<'a> {
                     self.check(o == value, i, || format!("load `other` must be {value}, found {o}"));
                 }
             }
-            Opcode::Store { has_mask } => {
+            Opcode::Store { has_mask, .. } => {
                 if !self.counts(i, 2 + has_mask as usize, 0) {
                     return;
                 }

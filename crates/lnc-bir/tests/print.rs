@@ -57,7 +57,7 @@ fn spans_mode_adds_line_comments() {
     let x = f.add_param("X", 0, Type::ptr(DType::I32));
     let mut b = Builder::new(&mut f);
     let row = b.value(Opcode::ProgramId(0), vec![], Type::scalar(DType::I32), Span::new(20, 37));
-    b.inst(Opcode::Store { has_mask: false }, vec![x, row], &[], Span::new(42, 58));
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![x, row], &[], Span::new(42, 58));
     b.finish();
     let text = print_function_with_spans(&f, &src);
     assert_eq!(

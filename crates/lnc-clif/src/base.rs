@@ -779,9 +779,20 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             fx.half_quiet = true;
             loaded?
         }
-        Opcode::Store { addr, has_mask, site, stream } => {
+        Opcode::Store { addr, has_mask, site, stream, check_only } => {
             nargs(3 + has_mask as usize + stream as usize)?;
             let mask = has_mask.then(|| data.args[3]);
+            if check_only {
+                let access = memory::Access {
+                    ptr: data.args[0],
+                    offset: data.args[1],
+                    addr,
+                    site,
+                    checked: !fx.prechecked.contains(&inst),
+                };
+                let lanes = fx.f.ty(data.args[2]).lanes();
+                return memory::codegen_check(fx, access, lanes, mask);
+            }
             // Only the copy of the loop that `stream_ok` selected streams (codegen_for).
             let stream = stream && fx.streaming;
             let access = memory::Access {
@@ -1072,7 +1083,11 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     if !hoist::emit_loop_entry(fx, inst, d, (lb, ub), first, (enter, &entry_vals), (exit, &init))? {
         fx.bcx.ins().brif(first, enter, &block_args(&entry_vals), exit, &block_args(&init));
     }
-    if let Some((flag, dispatch, cached)) = versions {
+    if inert(fx, inst) {
+        // Its checks, if any, were made in front of it: nothing is left to run.
+        fx.bcx.switch_to_block(body);
+        fx.bcx.ins().jump(exit, &[]);
+    } else if let Some((flag, dispatch, cached)) = versions {
         fx.bcx.switch_to_block(dispatch);
         let params = block_args(fx.bcx.block_params(dispatch));
         // A wide loop's non-temporal stores write 32 bytes, which must be aligned: a row
@@ -1119,6 +1134,23 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.def(r, v);
     }
     Ok(())
+}
+
+/// Whether loop `l` has no effect once the checks hoisted in front of it are made: it
+/// carries nothing and its body has only pure instructions and stores that only check
+/// their bounds (`check_only`), checked already or in code without checks (what lnc-tile's
+/// `defer` leaves where it moved a store from).
+fn inert(fx: &FunctionCx, l: lir::Inst) -> bool {
+    let f = fx.f;
+    f.insts[l].results.is_empty()
+        && f.insts[l].regions[0].insts.iter().all(|&i| {
+            let d = &f.insts[i];
+            match d.opcode {
+                Opcode::Store { check_only: true, .. } => !fx.opts.checked || fx.prechecked.contains(&i),
+                Opcode::Yield => true,
+                op => op.is_pure() && d.regions.is_empty(),
+            }
+        })
 }
 
 /// The carried values of a wide loop (module `wide`) from the parameters of `block`

@@ -603,6 +603,51 @@ pub(crate) fn codegen_store(
     store_lanes(fx, a, d, lanes, &mask, &t)
 }
 
+/// The bounds checks of a store whose lanes are `lanes` (a store with `check_only`):
+/// exactly those of [`codegen_store`], in checked code, and nothing else.
+pub(crate) fn codegen_check(
+    fx: &mut FunctionCx,
+    a: Access,
+    lanes: u8,
+    mask: Option<lir::Value>,
+) -> Result<(), CodegenError> {
+    if !fx.opts.checked || !a.checked {
+        return Ok(());
+    }
+    let d = pointee(fx, a.ptr)?;
+    let mask = mask_of(fx, mask)?;
+    let lanes = match (&mask, a.addr) {
+        (Mask::Tile(t), _) => (t.parts.len() * t.per as usize) as u8,
+        (_, Addressing::Gather) => fx.f.ty(a.offset).lanes(),
+        _ => lanes,
+    };
+    let base = fx.scalar(a.ptr)?;
+    match (a.addr, &mask) {
+        (Addressing::Scalar, Mask::Tile(_)) => Err(invalid("a scalar store with a tile mask")),
+        (Addressing::Scalar, _) => {
+            let addr = offset_address(fx, base, a.offset, d.size())?;
+            let m = if let Mask::Scalar(m) = mask { Some(m) } else { None };
+            guarded(fx, m, None, |fx| check_range(fx, a, addr, 1, d.size()).map(|()| None))?;
+            Ok(())
+        }
+        (Addressing::Contiguous, Mask::All) => {
+            let at = split_address(fx, base, a.offset, d.size())?;
+            check_split(fx, a, at, lanes as u32, d.size())
+        }
+        (Addressing::Contiguous, Mask::Scalar(m)) => {
+            let at = split_address(fx, base, a.offset, d.size())?;
+            let m = *m;
+            guarded(fx, Some(m), None, |fx| check_split(fx, a, at, lanes as u32, d.size()).map(|()| None))?;
+            Ok(())
+        }
+        _ => {
+            let addrs = lane_addresses(fx, a, d, lanes)?;
+            let bits = mask_lanes(fx, &mask, lanes as usize);
+            check_lanes(fx, a, &addrs, &bits, d.size())
+        }
+    }
+}
+
 fn store_lanes(
     fx: &mut FunctionCx,
     a: Access,

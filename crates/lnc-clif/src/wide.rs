@@ -409,6 +409,10 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             }
             out
         }
+        Opcode::Store { site, check_only: true, .. } => {
+            contiguous_address(fx, inst, site, f.ty(data.args[2]))?;
+            return Ok(());
+        }
         Opcode::Store { site, stream, .. } => {
             let ty = f.ty(data.args[2]);
             let vals = parts(fx, data.args[2], count(ty))?;

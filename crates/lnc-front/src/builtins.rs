@@ -1239,7 +1239,7 @@ impl<'a, 'f> Lowerer<'a, 'f> {
             ops.push(mv);
             has_mask = true;
         }
-        self.b.inst(Opcode::Store { has_mask }, ops, &[], span);
+        self.b.inst(Opcode::Store { has_mask, check_only: false }, ops, &[], span);
         Ok(Val::NONE)
     }
 

@@ -151,6 +151,10 @@ pub enum Opcode {
         /// it is true, the store may bypass the caches (a non-temporal store). What is
         /// stored, and where, does not change.
         stream: bool,
+        /// Writes nothing: in bounds-checked code, checks that every enabled lane is
+        /// inside its argument and faults as the store would; nothing in unchecked code.
+        /// Left by lnc-tile's `defer` where it moved a store from. The value is ignored.
+        check_only: bool,
     },
     /// `(ptr, count: i32 scalar) -> i1`: whether a loop storing `count` contiguous
     /// elements per program from `ptr` on should bypass the caches: `ptr` is 16-byte

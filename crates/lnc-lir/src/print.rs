@@ -174,9 +174,10 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
             let _ = write!(s, "load.{}{v} {}", addr.name(), access(names, args, 0, has_mask, has_other));
             site = Some(format!("  ; site {k}"));
         }
-        Opcode::Store { addr, has_mask, site: k, stream } => {
+        Opcode::Store { addr, has_mask, site: k, stream, check_only } => {
             let n = args.len().min(3 + has_mask as usize);
-            let _ = write!(s, "store.{} {}", addr.name(), access(names, &args[..n], 1, has_mask, false));
+            let c = if check_only { ".check_only" } else { "" };
+            let _ = write!(s, "store.{}{c} {}", addr.name(), access(names, &args[..n], 1, has_mask, false));
             if stream {
                 let ok = args.get(n).map_or("<missing>".to_string(), |&v| names.name(v));
                 let _ = write!(s, " stream {ok}");

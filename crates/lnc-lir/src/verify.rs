@@ -711,8 +711,11 @@ impl<'a> Verifier<'a> {
                     }
                 }
             }
-            Opcode::Store { addr, has_mask, site, stream } => {
+            Opcode::Store { addr, has_mask, site, stream, check_only } => {
                 self.site(i, site, true);
+                if stream && check_only {
+                    self.err(Some(i), "a store that only checks its bounds does not stream");
+                }
                 if !self.counts(i, 3 + has_mask as usize + stream as usize, 0) {
                     return;
                 }

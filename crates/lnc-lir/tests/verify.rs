@@ -52,7 +52,7 @@ fn sample() -> Function {
     b.effect(Opcode::ScratchStore(0), vec![iv, v], S);
     let next = b.value(Opcode::Binary(BinOp::Add), vec![acc, v], F32X4, S);
     b.effect(
-        Opcode::Store { addr: Addressing::Gather, has_mask: true, site: 1, stream: false },
+        Opcode::Store { addr: Addressing::Gather, has_mask: true, site: 1, stream: false, check_only: false },
         vec![y, idx, next, m],
         S,
     );
@@ -86,7 +86,13 @@ fn sample() -> Function {
     b.set_regions(i, vec![t, e]);
     let ir = b.func.insts[i].results[0];
     b.effect(
-        Opcode::Store { addr: Addressing::Scalar, has_mask: false, site: 1, stream: false },
+        Opcode::Store {
+            addr: Addressing::Scalar,
+            has_mask: false,
+            site: 1,
+            stream: false,
+            check_only: false,
+        },
         vec![y, zero, ir],
         S,
     );
@@ -516,7 +522,13 @@ fn addresses_are_pointers() {
 fn stored_values_have_the_access_type() {
     rejects("the stored value", |b, _, y, n| {
         let t = tile(b, n, Ty::Tile(DType::I32, 4));
-        let op = Opcode::Store { addr: Addressing::Contiguous, has_mask: false, site: 1, stream: false };
+        let op = Opcode::Store {
+            addr: Addressing::Contiguous,
+            has_mask: false,
+            site: 1,
+            stream: false,
+            check_only: false,
+        };
         b.effect(op, vec![y, n, t], S);
     });
 }

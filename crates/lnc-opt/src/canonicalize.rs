@@ -119,7 +119,7 @@ fn canon_inst(
         Opcode::Load { has_mask: true, has_other, .. } => {
             return masked_load(func, inst, &args, has_other, out);
         }
-        Opcode::Store { has_mask: true } => return masked_store(func, inst, &args),
+        Opcode::Store { has_mask: true, check_only } => return masked_store(func, inst, &args, check_only),
         _ => {}
     }
     let [result] = data.results[..] else {
@@ -408,12 +408,12 @@ fn masked_load(
 }
 
 /// `store(p, v, true) => store(p, v)`, `store(p, v, false) =>` removed.
-fn masked_store(func: &mut Function, inst: Inst, args: &[Value]) -> Action {
+fn masked_store(func: &mut Function, inst: Inst, args: &[Value], check_only: bool) -> Action {
     match lanes_int(func, args[2]) {
         Some(0) => Action::Delete,
         Some(_) => {
             let data = &mut func.insts[inst];
-            data.opcode = Opcode::Store { has_mask: false };
+            data.opcode = Opcode::Store { has_mask: false, check_only };
             data.args.truncate(2);
             Action::Changed
         }

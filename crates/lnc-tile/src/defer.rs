@@ -56,19 +56,20 @@
 
 use std::collections::HashSet;
 
-use lnc_bir::{BinOp, Const, Function, Inst, Opcode, Region, Value, ValueDef};
+use lnc_bir::{BinOp, Const, DType, Function, Inst, Opcode, Region, Type, Value, ValueDef};
 
 use crate::provenance::Provenance;
 
 /// The fewest locks (`G` in `pid % G`) for which stores move into the critical section.
 pub(crate) const MIN_LOCKS: i64 = 64;
 
-/// `f` with its stores deferred, or `None` when nothing moves.
-pub(crate) fn run(f: &Function, prov: &Provenance) -> Option<Function> {
+/// `f` with its stores deferred, or `None` when nothing moves. `checked`: each moved
+/// store leaves a copy that only checks its bounds where it was.
+pub(crate) fn run(f: &Function, prov: &Provenance, checked: bool) -> Option<Function> {
     let read = read_slots(f, prov);
     let mut g = f.clone();
     let mut body = std::mem::take(&mut g.body);
-    let changed = defer_in(&mut g, prov, &read, &mut body);
+    let changed = defer_in(&mut g, prov, &read, checked, &mut body);
     g.body = body;
     changed.then_some(g)
 }
@@ -85,7 +86,13 @@ fn read_slots(f: &Function, prov: &Provenance) -> HashSet<u32> {
     read
 }
 
-fn defer_in(f: &mut Function, prov: &Provenance, read: &HashSet<u32>, region: &mut Region) -> bool {
+fn defer_in(
+    f: &mut Function,
+    prov: &Provenance,
+    read: &HashSet<u32>,
+    checked: bool,
+    region: &mut Region,
+) -> bool {
     let mut changed = false;
     for k in 0..region.insts.len() {
         let inst = region.insts[k];
@@ -94,7 +101,7 @@ fn defer_in(f: &mut Function, prov: &Provenance, read: &HashSet<u32>, region: &m
         }
         let mut regions = std::mem::take(&mut f.insts[inst].regions);
         for r in &mut regions {
-            changed |= defer_in(f, prov, read, r);
+            changed |= defer_in(f, prov, read, checked, r);
         }
         f.insts[inst].regions = regions;
     }
@@ -114,13 +121,46 @@ fn defer_in(f: &mut Function, prov: &Provenance, read: &HashSet<u32>, region: &m
         }
         let stores: Vec<Inst> = moved.iter().map(|&k| region.insts[k]).collect();
         moved_once.extend(stores.iter().copied());
-        region.insts.retain(|i| !stores.contains(i));
-        let after = j + 1 - stores.len();
+        let mut kept = Vec::with_capacity(region.insts.len());
+        for &i in &region.insts {
+            if !stores.contains(&i) {
+                kept.push(i);
+            } else if checked {
+                kept.extend(check_of(f, i));
+            }
+        }
+        region.insts = kept;
+        let after = region.insts.iter().position(|&i| i == w).map_or(region.insts.len(), |p| p + 1);
         region.insts.splice(after..after, stores.iter().copied());
         changed = true;
         j = after + stores.len();
     }
     changed
+}
+
+/// Instructions that check the bounds of store `s` as it would, and write nothing: a
+/// `check_only` copy of it storing zeros (a constant, so that the tiler computes nothing
+/// for it).
+fn check_of(f: &mut Function, s: Inst) -> Vec<Inst> {
+    let data = f.inst(s).clone();
+    let Opcode::Store { has_mask, .. } = data.opcode else { return vec![s] };
+    let span = f.span(s);
+    let ty = f.ty(data.args[1]);
+    // `movable_stores` moves stores of numbers only.
+    let d = ty.num_dtype().unwrap_or(DType::I32);
+    let zero = if d.is_float() { Const::Float(0.0) } else { Const::Int(0) };
+    let c = f.create_inst(Opcode::Const(zero), vec![], &[Type::scalar(d)], span);
+    let mut out = vec![c];
+    let mut v = f.inst(c).results[0];
+    if !ty.shape.is_scalar() {
+        let splat = f.create_inst(Opcode::Splat, vec![v], &[ty], span);
+        out.push(splat);
+        v = f.inst(splat).results[0];
+    }
+    let mut args = vec![data.args[0], v];
+    args.extend(has_mask.then(|| data.args[2]));
+    out.push(f.create_inst(Opcode::Store { has_mask, check_only: true }, args, &[], span));
+    out
 }
 
 /// Indices (ascending) of the stores before `w` (`before` is the region up to it) that
@@ -140,7 +180,11 @@ fn movable_stores(
         }
         let data = f.inst(i);
         match data.opcode {
-            Opcode::Store { .. } if !read.contains(&prov.root(data.args[0])) => found.push(k),
+            Opcode::Store { check_only: false, .. }
+                if !read.contains(&prov.root(data.args[0])) && f.num_dtype(data.args[1]).is_some() =>
+            {
+                found.push(k)
+            }
             Opcode::Load { volatile: false, .. } => {}
             op if op.is_pure() && data.regions.is_empty() => {}
             _ => break,

@@ -348,7 +348,7 @@ impl Lowerer<'_> {
     pub(crate) fn emit_store(&mut self, i: bir::Inst, p: &Point) -> Result<(), TileError> {
         let bf = self.bf;
         let data = bf.inst(i);
-        let bir::Opcode::Store { has_mask } = data.opcode else { unreachable!() };
+        let bir::Opcode::Store { has_mask, check_only } = data.opcode else { unreachable!() };
         let pe = self.eval_ptr(data.args[0], p)?;
         let val = self.eval(data.args[1], p)?;
         let mask = if has_mask { Some(self.eval(data.args[2], p)?) } else { None };
@@ -360,7 +360,7 @@ impl Lowerer<'_> {
         let mut args = vec![pe.base, off, v];
         let mask = mask.and_then(|m| self.mask_operand(m, tile, p.lanes));
         args.extend(mask);
-        let op = lir::Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false };
+        let op = lir::Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false, check_only };
         self.ins_effect(op, args);
         Ok(())
     }

@@ -92,6 +92,10 @@ pub struct TileOptions {
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
+    /// A store moved by `defer_stores` leaves a copy that only checks its bounds where it
+    /// was: for bounds-checked code, which then faults where the source puts the store,
+    /// before the lock is taken. Code without checks has no use for it.
+    pub check_deferred: bool,
 }
 
 impl Default for TileOptions {
@@ -105,6 +109,7 @@ impl Default for TileOptions {
             prefetch: true,
             native_f16: false,
             defer_stores: true,
+            check_deferred: true,
         }
     }
 }
@@ -135,7 +140,7 @@ impl TileError {
 pub fn defers_stores(f: &lnc_bir::Function) -> bool {
     let rewritten = carried::rewrite(f);
     let f = rewritten.as_ref().unwrap_or(f);
-    provenance::analyze(f).is_ok_and(|prov| defer::run(f, &prov).is_some())
+    provenance::analyze(f).is_ok_and(|prov| defer::run(f, &prov, false).is_some())
 }
 
 /// Lowers a specialized kernel from block IR to loop IR.
@@ -158,7 +163,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let f = rewritten.as_ref().unwrap_or(f);
     let prov = provenance::analyze(f)?;
     // Reordering keeps every value, so the provenance found holds for the result.
-    let deferred = if opts.defer_stores { defer::run(f, &prov) } else { None };
+    let deferred = if opts.defer_stores { defer::run(f, &prov, opts.check_deferred) } else { None };
     let f = deferred.as_ref().unwrap_or(f);
     if cfg!(debug_assertions)
         && deferred.is_some()

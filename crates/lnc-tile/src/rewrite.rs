@@ -305,10 +305,14 @@ pub(crate) fn clone_insts(
                 Opcode::Load { addr, has_mask: false, has_other: false, site, volatile },
                 data.args[..2].iter().map(m).collect(),
             ),
-            Opcode::Store { addr, has_mask: true, site, stream: false } if is_true(&data.args[3]) => (
-                Opcode::Store { addr, has_mask: false, site, stream: false },
-                data.args[..3].iter().map(m).collect(),
-            ),
+            Opcode::Store { addr, has_mask: true, site, stream: false, check_only }
+                if is_true(&data.args[3]) =>
+            {
+                (
+                    Opcode::Store { addr, has_mask: false, site, stream: false, check_only },
+                    data.args[..3].iter().map(m).collect(),
+                )
+            }
             Opcode::Atomic { op, addr, has_mask: true, site } if is_true(&data.args[3]) => {
                 (Opcode::Atomic { op, addr, has_mask: false, site }, data.args[..3].iter().map(m).collect())
             }
@@ -352,8 +356,8 @@ fn one_lane(op: Opcode) -> Opcode {
         Opcode::Load { has_mask, has_other, site, volatile, .. } => {
             Opcode::Load { addr: Addressing::Scalar, has_mask, has_other, site, volatile }
         }
-        Opcode::Store { has_mask, site, .. } => {
-            Opcode::Store { addr: Addressing::Scalar, has_mask, site, stream: false }
+        Opcode::Store { has_mask, site, check_only, .. } => {
+            Opcode::Store { addr: Addressing::Scalar, has_mask, site, stream: false, check_only }
         }
         Opcode::Atomic { op, has_mask, site, .. } => {
             Opcode::Atomic { op, addr: Addressing::Scalar, has_mask, site }

@@ -255,7 +255,13 @@ fn rewrite_loop(
                     loads.push(Moved { inst: j, start, masked: has_mask, guard });
                 }
             }
-            Opcode::Store { addr: Addressing::Contiguous, has_mask, site, stream: false } => {
+            Opcode::Store {
+                addr: Addressing::Contiguous,
+                has_mask,
+                site,
+                stream: false,
+                check_only: false,
+            } => {
                 let ty = f.ty(dj.args[2]);
                 let arg = f.sites[site as usize].arg;
                 let tile_f16 = ty.dtype() == DType::F16

@@ -72,12 +72,18 @@ impl Lowerer<'_> {
                     lir::Opcode::Load { addr: lir::Addressing::Scalar, has_mask, has_other, site, volatile };
                 self.ins(op, a, ty())
             }
-            bir::Opcode::Store { has_mask } => {
+            bir::Opcode::Store { has_mask, check_only } => {
                 let (base, off) = self.scalar_address(data.args[0]);
                 let site = self.site(i, data.args[0]);
                 let mut a = vec![base, off];
                 a.extend(&args[1..]);
-                let op = lir::Opcode::Store { addr: lir::Addressing::Scalar, has_mask, site, stream: false };
+                let op = lir::Opcode::Store {
+                    addr: lir::Addressing::Scalar,
+                    has_mask,
+                    site,
+                    stream: false,
+                    check_only,
+                };
                 self.ins_effect(op, a);
                 return Ok(());
             }

@@ -145,7 +145,13 @@ fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>) {
     let mut found: Vec<Candidate> = Vec::new();
     for &i in &body.insts {
         let d = &f.insts[i];
-        let Opcode::Store { addr: Addressing::Contiguous, has_mask: false, site, stream: false } = d.opcode
+        let Opcode::Store {
+            addr: Addressing::Contiguous,
+            has_mask: false,
+            site,
+            stream: false,
+            check_only: false,
+        } = d.opcode
         else {
             continue;
         };
@@ -191,7 +197,7 @@ fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>) {
     for s in chosen {
         let d = &mut f.insts[s];
         if let Opcode::Store { addr, has_mask, site, .. } = d.opcode {
-            d.opcode = Opcode::Store { addr, has_mask, site, stream: true };
+            d.opcode = Opcode::Store { addr, has_mask, site, stream: true, check_only: false };
             d.args.push(flag);
         }
     }
@@ -356,7 +362,7 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     for c in chosen {
         let d = &mut f.insts[c.inst];
         if let Opcode::Store { addr, has_mask, site, .. } = d.opcode {
-            d.opcode = Opcode::Store { addr, has_mask, site, stream: true };
+            d.opcode = Opcode::Store { addr, has_mask, site, stream: true, check_only: false };
             d.args.push(ok);
         }
     }

@@ -400,7 +400,7 @@ fn a_hand_built_kernel() {
     let v = b.value(B::Binary(BinOp::Add), vec![v, one], blk(Elem::Scalar(DType::F32)), s);
     let py = b.value(B::Splat, vec![y], blk(Elem::Ptr(DType::F32)), s);
     let py = b.value(B::PtrAdd, vec![py, i], blk(Elem::Ptr(DType::F32)), s);
-    b.inst(B::Store { has_mask: false }, vec![py, v], &[], s);
+    b.inst(B::Store { has_mask: false, check_only: false }, vec![py, v], &[], s);
     b.finish();
     lnc_bir::verify::verify(&f).expect("valid block IR");
     let l = tile_with(&f, 4).expect("tiles");

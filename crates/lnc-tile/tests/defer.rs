@@ -31,9 +31,17 @@ fn opts(defer_stores: bool) -> TileOptions {
     TileOptions { lanes: 4, defer_stores, ..Default::default() }
 }
 
-/// Lines of the printed loop IR of `src` that start spin loops, and those that store
-/// through the row store into `Y` (the first access to slot 0 in the source).
-fn spins_and_y_stores(src: &str, sig: &str, defer: bool) -> (Vec<usize>, Vec<usize>, String) {
+/// Lines of the printed loop IR of `src` that start spin loops, those that store through
+/// the row store into `Y` (the first access to slot 0 in the source), and those that only
+/// check that store's bounds (left where a deferred store was, for bounds-checked code).
+struct Lines {
+    spins: Vec<usize>,
+    stores: Vec<usize>,
+    checks: Vec<usize>,
+    text: String,
+}
+
+fn spins_and_y_stores(src: &str, sig: &str, defer: bool) -> Lines {
     let f = bir(src, "k", sig);
     let text = lnc_lir::print_function(&tile_opts(&f, opts(defer)).expect("tiles"));
     // `site K: arg 0 (Y) span A..B`: the site whose span starts first.
@@ -53,16 +61,23 @@ fn spins_and_y_stores(src: &str, sig: &str, defer: bool) -> (Vec<usize>, Vec<usi
         text.lines().enumerate().filter(|(_, l)| keep(l)).map(|(k, _)| k).collect()
     };
     let spins = lines_where(&|l| l.trim_start().starts_with("while"));
-    let stores = lines_where(&|l| l.contains("store") && l.ends_with(&marker));
+    let of_y = |l: &str, check: bool| {
+        l.contains("store") && l.contains(".check_only") == check && l.ends_with(&marker)
+    };
+    let stores = lines_where(&|l| of_y(l, false));
+    let checks = lines_where(&|l| of_y(l, true));
     assert!(!spins.is_empty() && !stores.is_empty(), "no spin loop or no store into Y:\n{text}");
-    (spins, stores, text)
+    Lines { spins, stores, checks, text }
 }
 
-/// Whether the row store into `Y` comes after the (first) spin loop.
+/// Whether the row store into `Y` comes after the (first) spin loop; checking that its
+/// bounds are then checked before it (and not otherwise).
 fn y_stored_after_lock(src: &str, sig: &str, defer: bool) -> bool {
-    let (spins, stores, text) = spins_and_y_stores(src, sig, defer);
+    let Lines { spins, stores, checks, text } = spins_and_y_stores(src, sig, defer);
     let after = stores.iter().all(|&k| k > spins[0]);
     assert!(after || stores.iter().all(|&k| k < spins[0]), "stores on both sides of the lock:\n{text}");
+    assert_eq!(!checks.is_empty(), after, "a deferred store is checked where it was:\n{text}");
+    assert!(checks.iter().all(|&k| k < spins[0]), "checks after the lock:\n{text}");
     after
 }
 
@@ -72,6 +87,10 @@ fn a_row_store_moves_past_the_acquire_of_one_of_many_locks() {
     insta::assert_snapshot!(lnc_lir::print_function(&tile_opts(&f, opts(true)).expect("tiles")));
     assert!(y_stored_after_lock(LOCKED, SIG, true));
     assert!(!y_stored_after_lock(LOCKED, SIG, false));
+    // Code without bounds checks has no use for the check left behind.
+    let unchecked = TileOptions { check_deferred: false, ..opts(true) };
+    let text = lnc_lir::print_function(&tile_opts(&f, unchecked).expect("tiles"));
+    assert!(!text.contains("check_only"), "{text}");
     // Constants added around the lock's index, in any grouping.
     let shifted = LOCKED.replace("lock = Lock + row % G", "lock = Lock + 3 + row % G + 1");
     assert!(y_stored_after_lock(&shifted, SIG, true));
@@ -124,9 +143,10 @@ fn a_store_moves_past_one_lock() {
         "    p = tl.load(",
         "    lock2 = Lock + 64 + row % G\n    while tl.atomic_cas(lock2, 0, 1) == 1:\n        pass\n    p = tl.load(",
     );
-    let (spins, stores, text) = spins_and_y_stores(&two, SIG, true);
+    let Lines { spins, stores, checks, text } = spins_and_y_stores(&two, SIG, true);
     assert_eq!(spins.len(), 2, "{text}");
     assert!(stores.iter().all(|&store| spins[0] < store && store < spins[1]), "{text}");
+    assert!(!checks.is_empty() && checks.iter().all(|&c| c < spins[0]), "{text}");
 }
 
 #[test]

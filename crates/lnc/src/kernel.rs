@@ -69,8 +69,9 @@ pub struct Kernel {
     unchecked: OnceLock<(lnc_clif::CompiledKernel, Option<Vec<lnc_lir::Site>>)>,
     /// How `unchecked` is compiled when first launched.
     unchecked_options: lnc_clif::CodegenOptions,
-    /// The tiling of `unchecked` when it may differ from `lir`'s: with stores deferred past
-    /// spin locks (`CompileOptions::defer_stores`), which safe launches do not do.
+    /// The tiling of `unchecked` when it may differ from `lir`'s: where stores are deferred
+    /// past spin locks (`CompileOptions::defer_stores`), without the checks they leave
+    /// behind for safe launches.
     unchecked_tiling: Option<lnc_tile::TileOptions>,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -97,7 +98,7 @@ impl Kernel {
             .inner
             .options
             .defer_stores
-            .then_some(lnc_tile::TileOptions { defer_stores: true, ..tile_opts });
+            .then_some(lnc_tile::TileOptions { check_deferred: false, ..tile_opts });
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let programs = programs_of(&lir);

@@ -59,11 +59,12 @@ pub struct CompileOptions {
     /// results are the same bits either way. Default: on. Turning it off is meant with
     /// `lanes: 4` ([`CompileOptions::narrow`]).
     pub wide: bool,
-    /// In the code of `launch_unchecked`, move the stores into arguments the kernel never
-    /// reads past a spin lock's acquire that follows them, when the lock is one of at
-    /// least 64 chosen by program id (the seed backward's `row % GROUP_SIZE_M`; lnc-tile's
-    /// `defer`): the atomic then no longer waits for those stores to reach memory. Safe
-    /// launches keep every store where the source puts it. The results are the same.
+    /// Move the stores into arguments the kernel never reads past a spin lock's acquire
+    /// that follows them, when the lock is one of at least 64 chosen by program id (the
+    /// seed backward's `row % GROUP_SIZE_M`; lnc-tile's `defer`): the atomic then no
+    /// longer waits for those stores to reach memory. In the code of safe launches each
+    /// such store's bounds are still checked where the source puts it, so a store out of
+    /// bounds fails the launch there, before the lock is taken. The results are the same.
     /// Default: on.
     pub defer_stores: bool,
 }
@@ -242,14 +243,9 @@ pub(crate) fn compile(
     Ok(Artifacts { tile_opts, bir, lir, code: Some(code), timings, warnings })
 }
 
-/// Tiles `bir` with `opts`; `unchecked`: for code without bounds checks, the only code
-/// that defers stores past spin locks (`CompileOptions::defer_stores`). Returns the loop
-/// IR and the tiling options used, lanes decided.
-///
-/// Safe launches keep every store where the source puts it: a deferred store that
-/// faults would do so while its program holds the lock it took, which a later launch on
-/// the same lock words would wait for forever, and the launch would report the lock's
-/// fault, not the store's, when both are out of bounds.
+/// Tiles `bir` with `opts`; `unchecked`: for code without bounds checks, which has no use
+/// for the checks a deferred store leaves where it was (`CompileOptions::defer_stores`).
+/// Returns the loop IR and the tiling options used, lanes decided.
 pub(crate) fn tile(
     file: &Arc<SourceFile>,
     bir: &lnc_bir::Function,
@@ -262,7 +258,8 @@ pub(crate) fn tile(
         stream: opts.stream_threshold != u64::MAX,
         prefetch: opts.prefetch,
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
-        defer_stores: opts.defer_stores && unchecked,
+        defer_stores: opts.defer_stores,
+        check_deferred: !unchecked,
         ..Default::default()
     };
     let lower = |o: &lnc_tile::TileOptions| {

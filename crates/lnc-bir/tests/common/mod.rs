@@ -108,9 +108,9 @@ pub fn layer_norm_fwd(block: u32) -> Function {
     let rstds = b.value(Opcode::Splat, vec![rstd], f32b, D);
     let xhat = b.value(Opcode::Binary(BinOp::Mul), vec![xmean, rstds], f32b, D);
     let mrow = b.value(Opcode::PtrAdd, vec![m, row], pf, D);
-    b.inst(Opcode::Store { has_mask: false }, vec![mrow, mean], &[], D);
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![mrow, mean], &[], D);
     let vrow = b.value(Opcode::PtrAdd, vec![v, row], pf, D);
-    b.inst(Opcode::Store { has_mask: false }, vec![vrow, rstd], &[], D);
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![vrow, rstd], &[], D);
     let ws = b.value(Opcode::Splat, vec![w], pf32b, D);
     let wp = b.value(Opcode::PtrAdd, vec![ws, cols], pf32b, D);
     let wv =
@@ -123,7 +123,7 @@ pub fn layer_norm_fwd(block: u32) -> Function {
     let yv = b.value(Opcode::Binary(BinOp::Add), vec![xw, bv], f32b, D);
     let ys = b.value(Opcode::Splat, vec![yr], pf32b, D);
     let yp = b.value(Opcode::PtrAdd, vec![ys, cols], pf32b, D);
-    b.inst(Opcode::Store { has_mask: true }, vec![yp, yv, mask], &[], D);
+    b.inst(Opcode::Store { has_mask: true, check_only: false }, vec![yp, yv, mask], &[], D);
     b.finish();
     f
 }
@@ -153,9 +153,9 @@ pub fn for_sum() -> Function {
     let body = b.end_region();
     b.set_regions(for_, vec![body]);
     let [sum, n] = [b.func.insts[for_].results[0], b.func.insts[for_].results[1]];
-    b.inst(Opcode::Store { has_mask: false }, vec![out, sum], &[], D);
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![out, sum], &[], D);
     let out1 = b.value(Opcode::PtrAdd, vec![out, one], Type::ptr(DType::I64), D);
-    b.inst(Opcode::Store { has_mask: false }, vec![out1, n], &[], D);
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![out1, n], &[], D);
     b.finish();
     f
 }
@@ -201,7 +201,7 @@ pub fn collatz() -> Function {
     let body = b.end_region();
     b.set_regions(w, vec![cond, body]);
     let steps = b.func.insts[w].results[1];
-    b.inst(Opcode::Store { has_mask: false }, vec![out, steps], &[], D);
+    b.inst(Opcode::Store { has_mask: false, check_only: false }, vec![out, steps], &[], D);
     b.finish();
     f
 }

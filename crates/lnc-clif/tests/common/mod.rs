@@ -150,7 +150,11 @@ impl B {
     ) {
         let mut args = vec![p, off, v];
         args.extend(mask);
-        self.inst(Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false }, &args, &[]);
+        self.inst(
+            Opcode::Store { addr, has_mask: mask.is_some(), site, stream: false, check_only: false },
+            &args,
+            &[],
+        );
     }
 
     /// `for iv in lb..ub step step` carrying `init`; `body` returns the next carried values.

@@ -111,7 +111,7 @@ impl K<'_> {
     pub fn store(&mut self, p: Value, v: Value, mask: Option<Value>) {
         let mut args = vec![p, v];
         args.extend(mask);
-        self.effect(Opcode::Store { has_mask: mask.is_some() }, &args);
+        self.effect(Opcode::Store { has_mask: mask.is_some(), check_only: false }, &args);
     }
 
     pub fn reduce(&mut self, op: ReduceOp, a: Value) -> Value {

@@ -434,6 +434,16 @@ impl Machine<'_> {
                     .collect();
                 Some(if rty.unwrap().is_tile() { V::T(vals) } else { V::S(vals[0]) })
             }
+            Opcode::Store { addr, has_mask, check_only: true, .. } => {
+                let n = f.ty(data.args[2]).lanes() as usize;
+                for (k, (b, o)) in self.addresses(addr, a[0].s(), &a[1], n).into_iter().enumerate() {
+                    let len = self.bufs[b].data.len() as i64 / i64::from(self.bufs[b].dtype.size());
+                    if !has_mask || int(lane(&a[3], k)) != 0 {
+                        assert!((0..len).contains(&o), "checked store out of bounds: element {o} of {len}");
+                    }
+                }
+                None
+            }
             Opcode::Store { addr, has_mask, stream, .. } => {
                 let n = f.ty(data.args[2]).lanes() as usize;
                 let size = f.ty(data.args[2]).dtype().size() as i64;

@@ -64,6 +64,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             prefetch: false,
             native_f16: false,
             defer_stores: false,
+            check_deferred: false,
         },
     )
     .unwrap_or_else(|e| panic!("tiling failed: {e}"))
@@ -120,6 +121,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             prefetch: rows,
             native_f16: native,
             defer_stores: rows,
+            check_deferred: bounds,
         };
         let lf = tile_opts(f, opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
