@@ -76,10 +76,16 @@ struct Opts {
     #[arg(long)]
     no_wide: bool,
     /// Compile lnc's kernels without moving stores past the spin lock that follows them
-    /// (`CompileOptions::defer_stores = false`; only unchecked code defers them), to
-    /// measure what deferring them gains (with --unchecked).
+    /// (`CompileOptions::defer_stores = false`). Without it, the backward's table of what
+    /// deferring gains times the dx kernel compiled both ways.
     #[arg(long)]
     no_defer_stores: bool,
+    /// Launch the backward's dx kernel with workers taking chunks of one shared range
+    /// (`CompileOptions::group_programs = false`) instead of each its own share of the
+    /// lock groups. Without it, the backward's table of what the group schedule gains
+    /// times the dx kernel launched both ways.
+    #[arg(long)]
+    no_group_programs: bool,
 }
 
 /// Median and best of a set of timings, in seconds.
@@ -124,6 +130,9 @@ struct Row {
     /// Backward only: lnc's dx kernel compiled without deferred stores, and the median of
     /// its time over lnc's in the same repetitions.
     undeferred: Option<(Times, f64)>,
+    /// Backward only: lnc's dx kernel launched without the group schedule, and the median
+    /// of its time over lnc's in the same repetitions.
+    ungrouped: Option<(Times, f64)>,
     /// Backward only: the seed's dx kernel cut before its partial sums (dx alone).
     dx_alone: Option<Times>,
 }
@@ -271,6 +280,9 @@ struct Ctx<'a> {
     /// The same source compiled without deferred stores (`CompileOptions::defer_stores`),
     /// when lnc's kernels defer them: timed in the backward's repetitions too.
     undeferred: Option<&'a Module>,
+    /// The same source compiled without the group schedule
+    /// (`CompileOptions::group_programs`): timed in the backward's repetitions too.
+    ungrouped: Option<&'a Module>,
     /// The seed's dx kernel cut before its partial sums of dw and db ([`dx_alone_source`]):
     /// what the row's arithmetic costs without the algorithm's accumulation.
     dx_alone: Option<&'a Module>,
@@ -421,6 +433,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         unchecked,
         narrow,
         undeferred: None,
+        ungrouped: None,
         dx_alone: None,
     })
 }
@@ -482,6 +495,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             Ok(((end - t).as_secs_f64(), (end - t1).as_secs_f64()))
         };
     let k_undeferred = kernel_in(ctx.undeferred, BWD_DX, &dx_signature(n))?;
+    let k_ungrouped = kernel_in(ctx.ungrouped, BWD_DX, &dx_signature(n))?;
     dx_lnc.fill(f32::NAN);
     run_lnc(&k_dx, dx_lnc, &mut dw_l, &mut db_l, false)?;
     baseline::backward(x, dy, &w, &mean, &rstd, dx_rust, &mut dw_r, &mut db_r, ctx.chunks);
@@ -512,6 +526,13 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         check("dw (lnc, stores not deferred)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
         check("db (lnc, stores not deferred)", n, &db_s, &db_r, 2e-3, 1e-4)?;
     }
+    if let Some(k) = &k_ungrouped {
+        dx_rust.fill(f32::NAN);
+        run_lnc(k, dx_rust, &mut dw_s, &mut db_s, false)?;
+        check("dx (lnc, no group schedule)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
+        check("dw (lnc, no group schedule)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
+        check("db (lnc, no group schedule)", n, &db_s, &db_r, 2e-3, 1e-4)?;
+    }
 
     let k_alone = kernel_in(ctx.dx_alone, BWD_DX, &dx_signature(n))?;
     // The cut kernel never touches DW, DB or Lock: one element each.
@@ -528,10 +549,11 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         check("dx (lnc, dx kernel alone)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
     }
     let (mut tl, mut td, mut tr, mut ts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut tu, mut ta) = (Vec::new(), Vec::new());
+    let (mut tu, mut tg, mut ta) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..ctx.warmup + ctx.reps {
         // The kernel without deferred stores runs before lnc's on odd repetitions and after
-        // it on even ones.
+        // it on even ones; the one without the group schedule before it on repetitions 1
+        // and 2 modulo 4 (so that its place does not follow the other's).
         // The Rust baselines and the cut dx kernel run before lnc's kernels on odd
         // repetitions and after them on even ones (see the forward).
         let mut others = |dx_rust: &mut [f32], dx_lnc: &mut [f32]| -> Result<(f64, f64, Option<f64>)> {
@@ -554,9 +576,17 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         if let Some(k) = k_undeferred.as_ref().filter(|_| rep % 2 == 1) {
             u = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
         }
+        let ungrouped_first = matches!(rep % 4, 1 | 2);
+        let mut g = None;
+        if let Some(k) = k_ungrouped.as_ref().filter(|_| ungrouped_first) {
+            g = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
+        }
         let (a, d) = run_lnc(&k_dx, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?;
         if let Some(k) = k_undeferred.as_ref().filter(|_| rep % 2 == 0) {
             u = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
+        }
+        if let Some(k) = k_ungrouped.as_ref().filter(|_| !ungrouped_first) {
+            g = Some(run_lnc(k, dx_lnc, &mut dw_l, &mut db_l, ctx.unchecked)?.0);
         }
         let (r, sd, alone) = match measured {
             Some(m) => m,
@@ -568,11 +598,14 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             tr.push(r);
             ts.push(sd);
             tu.extend(u);
+            tg.extend(g);
             ta.extend(alone);
         }
     }
     let paired: Vec<f64> = tu.iter().zip(&tl).map(|(u, a)| u / a).collect();
     let undeferred = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
+    let paired: Vec<f64> = tg.iter().zip(&tl).map(|(g, a)| g / a).collect();
+    let ungrouped = (!tg.is_empty()).then(|| (Times::of(tg), Times::of(paired).median));
     Ok(Row {
         n,
         compile,
@@ -584,6 +617,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         unchecked: None,
         narrow: None,
         undeferred,
+        ungrouped,
         dx_alone: (!ta.is_empty()).then(|| Times::of(ta)),
     })
 }
@@ -1151,6 +1185,7 @@ fn run(opts: Opts) -> Result<()> {
         prefetch: !opts.no_prefetch,
         f16c: !opts.no_f16c,
         defer_stores: !opts.no_defer_stores,
+        group_programs: !opts.no_group_programs,
         ..Default::default()
     };
     let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
@@ -1161,6 +1196,9 @@ fn run(opts: Opts) -> Result<()> {
     }
     if opts.no_defer_stores {
         println!("compiled without deferring stores past spin locks (--no-defer-stores)");
+    }
+    if opts.no_group_programs {
+        println!("programs with locks by program id run from one shared range (--no-group-programs)");
     }
     if opts.no_prefetch {
         println!("compiled without prefetches of the next program's rows (--no-prefetch)");
@@ -1230,10 +1268,13 @@ fn run(opts: Opts) -> Result<()> {
                 Jit::with_options(compile_opts.clone()).module("dx_alone.py", src).map_err(|e| e.to_string())
             });
             let dx_alone = dx_alone.transpose()?;
-            // Only `launch_unchecked` runs deferred stores (a safe launch keeps every store
-            // where the source puts it), so only --unchecked has something to compare.
-            let undeferred = (compile_opts.defer_stores && opts.unchecked)
+            let undeferred = compile_opts
+                .defer_stores
                 .then(|| new_module(lnc::CompileOptions { defer_stores: false, ..compile_opts.clone() }))
+                .transpose()?;
+            let ungrouped = compile_opts
+                .group_programs
+                .then(|| new_module(lnc::CompileOptions { group_programs: false, ..compile_opts.clone() }))
                 .transpose()?;
             let ctx = Ctx {
                 module: &module,
@@ -1246,6 +1287,7 @@ fn run(opts: Opts) -> Result<()> {
                 copies: &copies,
                 narrow: narrow.as_ref(),
                 undeferred: undeferred.as_ref(),
+                ungrouped: ungrouped.as_ref(),
                 dx_alone: dx_alone.as_ref(),
             };
             sweep(&ctx, buf, &sizes)
@@ -1304,6 +1346,17 @@ fn run(opts: Opts) -> Result<()> {
             |r| r.undeferred,
         );
     }
+    if bwd.iter().any(|r| r.ungrouped.is_some()) {
+        print_paired(
+            &format!("programs scheduled by lock group on the backward's dx kernel, {tag}"),
+            "lnc (each worker runs the rows of its own share of the `row % GROUP_SIZE_M` locks) and \
+             lnc with workers taking chunks of one shared range (--no-group-programs), dx + dwdb; \
+             gain = median over repetitions of ungrouped/lnc − 1",
+            ["lnc ms", "ungrouped ms", "gain"],
+            &bwd,
+            |r| r.ungrouped,
+        );
+    }
 
     if !opts.no_half {
         let t = Instant::now();
@@ -1331,6 +1384,7 @@ fn run(opts: Opts) -> Result<()> {
                 copies: &[],
                 narrow: None,
                 undeferred: None,
+                ungrouped: None,
                 dx_alone: None,
             };
             // The same kernels converting tile by tile, for the gain of whole-row conversions.

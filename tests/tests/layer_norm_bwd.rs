@@ -91,8 +91,17 @@ fn forward_and_backward_match_float64_reference() {
     }
 }
 
+/// The dx kernel's programs wait for each other only within a group of `row %
+/// GROUP_SIZE_M` (scheduled by group, unless `CompileOptions::group_programs` is off).
 #[test]
 fn only_the_kernel_with_atomics_runs_as_synchronizing_programs() {
+    let dx_sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,256,1024";
+    let ungrouped =
+        lnc::Jit::with_options(lnc::CompileOptions { group_programs: false, ..Default::default() })
+            .module("triton_05_layer_norm.py", seed_source())
+            .expect("seed parses");
+    let k = ungrouped.kernel("_layer_norm_bwd_dx_fused", dx_sig).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(k.programs(), lnc::Programs::Synchronizing);
     let jit = lnc::Jit::new();
     let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
     let programs =
@@ -101,13 +110,7 @@ fn only_the_kernel_with_atomics_runs_as_synchronizing_programs() {
         programs("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024"),
         lnc::Programs::Independent
     );
-    assert_eq!(
-        programs(
-            "_layer_norm_bwd_dx_fused",
-            "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,256,1024"
-        ),
-        lnc::Programs::Synchronizing
-    );
+    assert_eq!(programs("_layer_norm_bwd_dx_fused", dx_sig), lnc::Programs::Grouped { groups: 256 });
     assert_eq!(
         programs("_layer_norm_bwd_dwdb", "*fp32,*fp32,*fp32,*fp32,i32,i32,32,128"),
         lnc::Programs::Independent
@@ -137,5 +140,45 @@ fn backward_spin_lock_under_contention() {
             assert_close(&what("dw"), &bwd.dw, &rdw, 2e-3, 1e-4);
             assert_close(&what("db"), &bwd.db, &rdb, 2e-3, 1e-4);
         }
+    }
+}
+
+/// Scheduled by group (each worker runs the rows of its own share of the locks, on a pool
+/// of 1, 2 and 3 threads) or from one shared range, the dx kernel computes the same dx
+/// bits, and partial dw and db rows that match float64 sums over each group's rows (their
+/// order of accumulation is the order in which programs take the lock).
+#[test]
+fn the_group_schedule_gives_the_same_results() {
+    let mut rng = rng();
+    let (group, n) = (64usize, 77usize);
+    let m = 5 * group + 3;
+    let x: Vec<f32> = randn(&mut rng, m * n, 0.7, 1.3);
+    let dy: Vec<f32> = randn(&mut rng, m * n, 0.0, 0.2);
+    let w: Vec<f32> = randn(&mut rng, n, 1.0, 0.3);
+    let jit = |group_programs: bool| {
+        lnc::Jit::with_options(lnc::CompileOptions { group_programs, ..Default::default() })
+    };
+    let module = |jit: lnc::Jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let (dx_ref, _, _) = run_seed_dx(&module(jit(false)), &x, &dy, &w, n, group, false);
+    // Partial sums in float64, from the same mean and rstd (the forward in float64).
+    let mut pdw_ref = vec![0.0f64; group * n];
+    let mut pdb_ref = vec![0.0f64; group * n];
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        for c in 0..n {
+            let g = dy[r * n + c] as f64;
+            pdw_ref[(r % group) * n + c] += g * (row[c] as f64 - mean) * rstd;
+            pdb_ref[(r % group) * n + c] += g;
+        }
+    }
+    for threads in [1, 2, 3] {
+        let grouped = module(jit(true).with_threads(threads).unwrap_or_else(|e| panic!("{e}")));
+        let (dx, pdw, pdb) = run_seed_dx(&grouped, &x, &dy, &w, n, group, false);
+        assert!(dx.iter().zip(&dx_ref).all(|(a, b)| a.to_bits() == b.to_bits()), "{threads} threads: dx");
+        assert_close(&format!("partial dw, {threads} threads"), &pdw, &pdw_ref, 1e-5, 1e-4);
+        assert_close(&format!("partial db, {threads} threads"), &pdb, &pdb_ref, 1e-5, 1e-4);
     }
 }

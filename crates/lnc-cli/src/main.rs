@@ -118,7 +118,7 @@ struct CodeArgs {
     #[arg(long)]
     no_wide: bool,
     /// Keep stores into arguments the kernel never reads before the spin lock that follows
-    /// them in unchecked code too (`CompileOptions::defer_stores`; checked code always does).
+    /// them (`CompileOptions::defer_stores`).
     #[arg(long)]
     no_defer_stores: bool,
 }

@@ -100,6 +100,15 @@ pub enum Programs {
     Independent,
     /// Programs that use atomics, so they may wait for each other (spin locks).
     Synchronizing,
+    /// Programs that use atomics only on memory chosen by their axis-0 id modulo `groups`
+    /// (the seed backward's `row % GROUP_SIZE_M` locks, found by lnc-tile's
+    /// `program_groups`): programs of different groups never wait for each other, and
+    /// those of one group share the memory the lock guards. On a grid with one axis, each
+    /// worker then runs the programs of its own share of the groups (see the module docs).
+    Grouped {
+        /// The number of groups, `G` of `pid % G`.
+        groups: u32,
+    },
 }
 
 impl Programs {
@@ -108,7 +117,7 @@ impl Programs {
     pub fn longest_chunk(self) -> u64 {
         match self {
             Programs::Independent => MAX_CHUNK,
-            Programs::Synchronizing => MAX_SYNC_CHUNK,
+            Programs::Synchronizing | Programs::Grouped { .. } => MAX_SYNC_CHUNK,
         }
     }
 }
@@ -202,7 +211,7 @@ pub unsafe fn launch(
         lowest_fault: AtomicU64::new(NO_FAULT),
     };
     if total == 1 {
-        return job.run_worker(&[(AtomicU64::new(0), 1)], 0, 1).map_err(|f| f.1);
+        return job.run_worker(&[Range::span(0, 1)], 0, 1).map_err(|f| f.1);
     }
     let threads = match pool {
         Some(p) => p.current_num_threads(),
@@ -212,12 +221,16 @@ pub unsafe fn launch(
     let workers = threads.max(1).min(total.div_ceil(chunk));
     // Independent programs: one contiguous range per worker (see the module docs);
     // programs that use atomics: one range all workers share.
-    let parts = match programs {
-        Programs::Independent => workers,
-        Programs::Synchronizing => 1,
+    let ranges: Vec<Range> = match programs {
+        Programs::Independent => {
+            (0..workers).map(|r| Range::span(total * r / workers, total * (r + 1) / workers)).collect()
+        }
+        Programs::Grouped { groups } if grid[1] == 1 && grid[2] == 1 && u64::from(groups) >= 2 * workers => {
+            (0..workers).map(|r| Range::groups(total, u64::from(groups), r, workers)).collect()
+        }
+        Programs::Synchronizing | Programs::Grouped { .. } => vec![Range::span(0, total)],
     };
-    let ranges: Vec<(AtomicU64, u64)> =
-        (0..parts).map(|r| (AtomicU64::new(total * r / parts), total * (r + 1) / parts)).collect();
+    let parts = ranges.len() as u64;
     let homes = AtomicU64::new(0);
     let first: Mutex<Option<Failure>> = Mutex::new(None);
     let work = || {
@@ -261,6 +274,53 @@ fn run_workers<'s>(s: &rayon::Scope<'s>, workers: u64, work: &'s (impl Fn() + Sy
     work();
 }
 
+/// Program ids handed out in chunks by a counter, in increasing order: `start..end` of
+/// the flat ids, or the ids whose residue modulo `groups` lies in `lo..lo + run`,
+/// numbered `0..end` in increasing order (the counter counts these).
+struct Range {
+    next: AtomicU64,
+    end: u64,
+    groups: Option<(u64, u64, u64)>,
+}
+
+impl Range {
+    fn span(start: u64, end: u64) -> Range {
+        Range { next: AtomicU64::new(start), end, groups: None }
+    }
+
+    /// Share `r` of `workers` of the `groups` residues of `0..total`: residues
+    /// `groups·r/workers .. groups·(r+1)/workers`.
+    fn groups(total: u64, groups: u64, r: u64, workers: u64) -> Range {
+        let (lo, hi) = (groups * r / workers, groups * (r + 1) / workers);
+        let run = hi - lo;
+        let end = total / groups * run + (total % groups).saturating_sub(lo).min(run);
+        Range { next: AtomicU64::new(0), end, groups: Some((groups, lo, run)) }
+    }
+
+    /// The next chunk of at most `chunk` programs, as flat ids `start..end` (consecutive:
+    /// a chunk of grouped ids stops at the end of its run of residues).
+    fn take(&self, chunk: u64) -> Option<(u64, u64)> {
+        let Some((groups, lo, run)) = self.groups else {
+            let start = self.next.fetch_add(chunk, Ordering::Relaxed);
+            return (start < self.end).then(|| (start, (start + chunk).min(self.end)));
+        };
+        let mut k = self.next.load(Ordering::Relaxed);
+        loop {
+            if k >= self.end {
+                return None;
+            }
+            let stop = (k + chunk).min((k / run + 1) * run).min(self.end);
+            match self.next.compare_exchange_weak(k, stop, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => {
+                    let start = k / run * groups + lo + k % run;
+                    return Some((start, start + (stop - k)));
+                }
+                Err(now) => k = now,
+            }
+        }
+    }
+}
+
 /// What every worker of one launch shares.
 struct Job {
     kernel: KernelFn,
@@ -284,7 +344,7 @@ impl Job {
     /// Takes chunks of `chunk` programs from the range `home` of `ranges` (the next
     /// program to hand out, the end) until it is handed out, then from the others in
     /// turn, running each chunk's programs in order; returns the first failure.
-    fn run_worker(&self, ranges: &[(AtomicU64, u64)], home: usize, chunk: u64) -> Result<(), Failure> {
+    fn run_worker(&self, ranges: &[Range], home: usize, chunk: u64) -> Result<(), Failure> {
         let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(0, e))?;
         if !scratch.ptr.is_null() {
             // SAFETY: the area holds at least `scratch_bytes` bytes.
@@ -299,13 +359,12 @@ impl Job {
         };
         let mut result = Ok(());
         'ranges: for k in 0..ranges.len() {
-            let (next, end) = &ranges[(home + k) % ranges.len()];
-            loop {
-                let start = next.fetch_add(chunk, Ordering::Relaxed);
-                if start >= *end || start > self.lowest_fault.load(Ordering::Relaxed) {
+            let range = &ranges[(home + k) % ranges.len()];
+            while let Some((start, end)) = range.take(chunk) {
+                if start > self.lowest_fault.load(Ordering::Relaxed) {
                     break;
                 }
-                if let Err(e) = self.run_chunk(&mut ctx, start, (start + chunk).min(*end)) {
+                if let Err(e) = self.run_chunk(&mut ctx, start, end) {
                     result = Err(e);
                     break 'ranges;
                 }
@@ -671,8 +730,17 @@ mod tests {
             [4096, 1, 1],
             [5003, 7, 1],
         ];
-        for programs in [Programs::Independent, Programs::Synchronizing] {
-            for threads in [1, 2, 8] {
+        let kinds = [
+            Programs::Independent,
+            Programs::Synchronizing,
+            Programs::Grouped { groups: 2 },
+            Programs::Grouped { groups: 7 },
+            Programs::Grouped { groups: 64 },
+            Programs::Grouped { groups: 256 },
+            Programs::Grouped { groups: 5000 },
+        ];
+        for programs in kinds {
+            for threads in [1, 2, 3, 8] {
                 let p = pool(threads);
                 for grid in grids {
                     let runs = run_counting(grid, programs, Some(&p));
@@ -680,6 +748,71 @@ mod tests {
                 }
             }
             assert!(run_counting([64, 2, 1], programs, None).iter().all(|&r| r == 1));
+        }
+    }
+
+    /// The chunks a worker of share `r` of `workers` takes from a grouped range: every
+    /// program whose residue is in its share, once, in increasing order, each chunk
+    /// consecutive ids of one run of residues.
+    #[test]
+    fn grouped_ranges_hand_out_their_groups_in_order() {
+        for (total, groups) in [(4096u64, 256u64), (4096, 128), (4097, 256), (100, 7), (5, 64), (1000, 1000)]
+        {
+            for workers in [1u64, 2, 3] {
+                let mut seen = vec![0u32; total as usize];
+                for r in 0..workers {
+                    let range = Range::groups(total, groups, r, workers);
+                    let (lo, hi) = (groups * r / workers, groups * (r + 1) / workers);
+                    let mut last = None;
+                    while let Some((start, end)) = range.take(31) {
+                        assert!(start < end && end - start <= 31 && end <= total);
+                        assert!(last.is_none_or(|l| l < start), "in increasing order");
+                        assert_eq!(start / groups, (end - 1) / groups, "one run");
+                        for p in start..end {
+                            assert!((lo..hi).contains(&(p % groups)), "{total} {groups} {r}/{workers}: {p}");
+                            seen[p as usize] += 1;
+                        }
+                        last = Some(end - 1);
+                    }
+                }
+                assert!(seen.iter().all(|&s| s == 1), "{total} {groups} {workers}: {seen:?}");
+            }
+        }
+    }
+
+    /// A grouped launch (each worker with its own share of the groups on a one-axis grid,
+    /// one shared range otherwise) still reports the faulting program with the lowest flat
+    /// index, every program before it having run.
+    #[test]
+    fn grouped_launches_report_the_lowest_fault() {
+        let p = pool(2);
+        for grid in [[1000, 1, 1], [100, 3, 1]] {
+            let n = grid.iter().product::<u32>() as usize;
+            let mut out = vec![u32::MAX; n];
+            let args = [pack_ptr(out.as_mut_ptr())];
+            // SAFETY: `fault_on_sevens` writes one element per program.
+            let err = unsafe {
+                launch(
+                    fault_on_sevens,
+                    grid,
+                    &args,
+                    &[Bounds::default()],
+                    0,
+                    Programs::Grouped { groups: 64 },
+                    Some(&p),
+                )
+            }
+            .unwrap_err();
+            let pid = [7 % grid[0], 7 / grid[0] % grid[1], 0];
+            assert_eq!(
+                err,
+                LaunchError::Fault {
+                    status: Status::OutOfBounds,
+                    pid,
+                    fault: Fault { site: 3, arg: 0, offset: 7 }
+                }
+            );
+            assert_eq!(&out[..7], &[0, 1, 2, 3, 4, 5, 6]);
         }
     }
 

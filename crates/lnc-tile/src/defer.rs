@@ -224,6 +224,25 @@ fn is_rare_lock_loop(f: &Function, w: Inst) -> bool {
     atomics > 0 && all_rare && !asserts
 }
 
+/// `G` when every atomic and volatile load of `f` (one at least) addresses a scalar
+/// `arg + program_id(0) % G (+ constants)` with one constant `G` of 2 or more: programs
+/// whose ids differ modulo `G` never touch the same lock.
+pub(crate) fn program_groups(f: &Function) -> Option<i64> {
+    let mut groups = None;
+    let mut all = true;
+    f.walk(|i| {
+        let data = f.inst(i);
+        if matches!(
+            data.opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas | Opcode::Load { volatile: true, .. }
+        ) {
+            let g = lock_groups(f, data.args[0]);
+            all &= g.is_some() && groups.get_or_insert(g) == &g;
+        }
+    });
+    groups.flatten().filter(|&g| all && g >= 2)
+}
+
 /// Every instruction nested in the regions of `inst`.
 fn walk_regions(f: &Function, inst: Inst, visit: &mut impl FnMut(Inst)) {
     for r in &f.inst(inst).regions {

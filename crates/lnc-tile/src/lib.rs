@@ -143,6 +143,15 @@ pub fn defers_stores(f: &lnc_bir::Function) -> bool {
     provenance::analyze(f).is_ok_and(|prov| defer::run(f, &prov, false).is_some())
 }
 
+/// `G` when the programs of `f` use atomics (and volatile loads) only on locks chosen by
+/// `program_id(0) % G`, `G` a constant of 2 or more (the seed backward's `row %
+/// GROUP_SIZE_M`): programs of different groups never wait for each other, so the
+/// runtime may give each worker its own groups (lnc-runtime's `Programs::Grouped`).
+pub fn program_groups(f: &lnc_bir::Function) -> Option<i64> {
+    let rewritten = carried::rewrite(f);
+    defer::program_groups(rewritten.as_ref().unwrap_or(f))
+}
+
 /// Lowers a specialized kernel from block IR to loop IR.
 pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Function, TileError> {
     // The unrolled loop's bound is rounded down with a mask of `-(unroll · lanes)`, which

@@ -164,3 +164,24 @@ fn deferred_stores_compute_what_the_block_ir_does() {
         differential(&f, [rows, 1, 1], &args, &bufs, &[1, 4, 8]);
     }
 }
+
+/// Which kernels the runtime may schedule by lock group: every atomic on a lock chosen by
+/// `program_id(0) % G`, one `G`.
+#[test]
+fn program_groups_are_the_locks_modulus() {
+    let groups = |src: &str, sig: &str| lnc_tile::program_groups(&bir(src, "k", sig));
+    assert_eq!(groups(LOCKED, SIG), Some(64));
+    assert_eq!(groups(LOCKED, "*fp32,*fp32,*fp32,*i32,i32,8,64"), Some(8));
+    let shifted = LOCKED.replace("lock = Lock + row % G", "lock = Lock + 3 + row % G + 1");
+    assert_eq!(groups(&shifted, SIG), Some(64));
+    for (what, src) in [
+        ("one lock for all programs", LOCKED.replace("lock = Lock + row % G", "lock = Lock")),
+        ("a lock chosen by data", LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.load(X + row * N).to(tl.int32) % G")),
+        ("another axis", LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.program_id(1) % G")),
+        ("a counter shared by all", LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.atomic_add(Lock + 200, 1)\n    tl.atomic_xchg(lock, 0)")),
+        ("one group", LOCKED.replace("row % G", "row % 1")),
+        ("no atomics", "@triton.jit\ndef k(Y, P, X, Lock, N, G: tl.constexpr, BLOCK: tl.constexpr):\n    tl.store(Y + tl.program_id(0), 1.0)\n".to_string()),
+    ] {
+        assert_eq!(groups(&src, SIG), None, "{what}");
+    }
+}

@@ -101,7 +101,7 @@ impl Kernel {
             .then_some(lnc_tile::TileOptions { check_deferred: false, ..tile_opts });
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
-        let programs = programs_of(&lir);
+        let programs = programs_of(&bir, &lir, module.jit.inner.options.group_programs);
         let params = bir
             .params
             .iter()
@@ -387,9 +387,10 @@ fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
     }
 }
 
-/// Whether the kernel's programs may wait for each other: a kernel with atomics or
-/// volatile loads.
-fn programs_of(lir: &lnc_lir::Function) -> Programs {
+/// Whether the kernel's programs may wait for each other (a kernel with atomics or
+/// volatile loads), and whether only within groups of program ids (its locks are chosen
+/// by `program_id(0) % G`).
+fn programs_of(bir: &lnc_bir::Function, lir: &lnc_lir::Function, grouped: bool) -> Programs {
     use lnc_lir::Opcode;
     let mut atomics = false;
     lir.walk(|i| {
@@ -398,7 +399,13 @@ fn programs_of(lir: &lnc_lir::Function) -> Programs {
             Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
         )
     });
-    if atomics { Programs::Synchronizing } else { Programs::Independent }
+    if !atomics {
+        return Programs::Independent;
+    }
+    match lnc_tile::program_groups(bir).filter(|_| grouped).and_then(|g| u32::try_from(g).ok()) {
+        Some(groups) => Programs::Grouped { groups },
+        None => Programs::Synchronizing,
+    }
 }
 
 /// Slots of the pointer arguments the kernel writes through.

@@ -67,6 +67,13 @@ pub struct CompileOptions {
     /// bounds fails the launch there, before the lock is taken. The results are the same.
     /// Default: on.
     pub defer_stores: bool,
+    /// When a kernel's programs use atomics only on locks chosen by `program_id(0) % G`
+    /// (the seed backward's `row % GROUP_SIZE_M`), launch a one-axis grid with each worker
+    /// running the programs of its own share of the groups (lnc-runtime's
+    /// `Programs::Grouped`): two workers then never wait for the same lock, and the memory
+    /// a lock guards stays in one core's cache. Off: workers take chunks of one shared
+    /// range in order. The results are the same. Default: on.
+    pub group_programs: bool,
 }
 
 impl CompileOptions {
@@ -89,6 +96,7 @@ impl Default for CompileOptions {
             f16c: true,
             wide: true,
             defer_stores: true,
+            group_programs: true,
         }
     }
 }
