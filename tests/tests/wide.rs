@@ -265,3 +265,42 @@ fn constants_in_256_bit_loops() {
         assert_close(&format!("y {m}x{n}"), &got, &want, 1e-6, 1e-6);
     }
 }
+
+/// `bf16` tiles loaded in a 256-bit loop for arithmetic (`vpmovzxwd ymm, m128` and a
+/// shift, no quieting): every one of the 65 536 patterns (subnormals, infinities, NaNs)
+/// times 1.5 plus 0.25 in fp32, the bits Rust computes from the `half` crate's widening,
+/// and the bits of 128-bit vectors.
+#[test]
+fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
+    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\n\
+               def scale(X, Y, N, BLOCK: tl.constexpr):\n\
+               \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
+               \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
+               \x20   tl.store(Y + offs, x.to(tl.float32) * 1.5 + 0.25, mask=offs < N)\n";
+    let eight = lnc::CompileOptions { lanes: 8, ..Default::default() };
+    let module = |opts: lnc::CompileOptions| {
+        lnc::Jit::with_options(opts).module("scale.py", src.to_string()).expect("parses")
+    };
+    let (wide, pairs) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
+    let x: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
+    let n = x.len() - 3;
+    let run = |module: &lnc::Module| {
+        let k = module.kernel("scale", "*bf16,*fp32,i32,1024").unwrap_or_else(|e| panic!("{e}"));
+        let mut y = vec![f32::NAN; x.len()];
+        k.launch(n.div_ceil(1024) as u32, &lnc::args![&x, &mut y, n as i32])
+            .unwrap_or_else(|e| panic!("{e}"));
+        (k.widened_instructions(), y.iter().map(|v| v.to_bits()).collect::<Vec<u32>>())
+    };
+    let (count, got) = run(&wide);
+    let (none, narrow) = run(&pairs);
+    assert_eq!(none, 0);
+    if lnc::computes_wide() {
+        assert!(count > 0, "not widened");
+    }
+    assert!(got == narrow, "not the bits of 128-bit vectors");
+    for (k, &h) in x.iter().enumerate().take(n) {
+        let want = (h.to_f32() * 1.5 + 0.25).to_bits();
+        assert_eq!(got[k], want, "bf16 {:#06x}: {:#010x}, want {want:#010x}", h.to_bits(), got[k]);
+    }
+    assert!(got[n..].iter().all(|&b| f32::from_bits(b).is_nan()), "written past n");
+}

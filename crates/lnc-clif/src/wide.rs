@@ -7,7 +7,7 @@
 //!
 //! A loop qualifies ([`loops`]) when everything in it that touches a tile is a
 //! contiguous unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows
-//! in scratch), a splat, `+ - * /`, `fma`, `sqrt` or an exact cast, of tiles of a
+//! in scratch; or a load of `bf16` that only arithmetic uses, [`BF16_LOAD_MARK`]), a splat, `+ - * /`, `fma`, `sqrt` or an exact cast, of tiles of a
 //! multiple of 8 lanes; every tile it uses is made inside it or carried by it; and its
 //! carried tiles start as splats. Such a loop is emitted with one Cranelift `f32x4`
 //! value per 8 lanes (a *wide part*, `Tile { per: 8 }`): its low 128 bits are what
@@ -51,6 +51,11 @@ pub(crate) const STORE_MARK: u8 = 0x58;
 /// non-temporal, module `widen` 32 bytes wide).
 pub(crate) const STREAM_MARK: u8 = 0x59;
 
+/// The trap code marking the load of a wide part of `bf16` lanes: `uload16x4`, which
+/// Cranelift encodes as `vpmovzxwd xmm, m64` and module `widen` makes `vpmovzxwd ymm,
+/// m128` (eight halves zero-extended to 32 bits); a shift by 16 then makes them `f32`.
+pub(crate) const BF16_LOAD_MARK: u8 = 0x5c;
+
 /// The source locations of the instructions emitted for wide loops: this, plus the
 /// loop's number.
 const SRCLOC: u32 = 0x5749_0000;
@@ -84,6 +89,34 @@ fn wide_storage(ty: Ty, f16c: bool, scratch: bool) -> bool {
         Ty::Tile(DType::BF16, lanes) if scratch => lanes % PER == 0,
         _ => wide_tile(ty),
     }
+}
+
+/// Whether the tile `v`, loaded in a loop whose instructions use values as `uses` says,
+/// is `bf16` used only by float arithmetic (`+ - * /`), through casts to `fp32`: then a
+/// signaling NaN needs no quieting (the arithmetic quiets it), and the load widens in two
+/// instructions, `vpmovzxwd` and `vpslld` (`half::only_arithmetic` is the same rule).
+fn bf16_for_arithmetic(
+    f: &lir::Function,
+    uses: &std::collections::HashMap<lir::Value, Vec<lir::Inst>>,
+    v: lir::Value,
+) -> bool {
+    let arithmetic = |r: lir::Value| {
+        uses.get(&r).is_some_and(|us| {
+            us.iter().all(|&u| {
+                matches!(f.insts[u].opcode, Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div))
+            })
+        })
+    };
+    matches!(f.ty(v), Ty::Tile(DType::BF16, lanes) if lanes % PER == 0)
+        && uses.get(&v).is_some_and(|us| {
+            us.iter().all(|&u| {
+                let d = &f.insts[u];
+                d.opcode == Opcode::Cast
+                    && d.results.len() == 1
+                    && wide_tile(f.ty(d.results[0]))
+                    && arithmetic(d.results[0])
+            })
+        })
 }
 
 /// The loops of `f` emitted with wide parts; `f16c`: `fp16` tiles convert with F16C.
@@ -146,7 +179,10 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
                     has_other: false,
                     volatile: false,
                     ..
-                } => result.is_some_and(|t| wide_storage(t, f16c, false)),
+                } => {
+                    result.is_some_and(|t| wide_storage(t, f16c, false))
+                        || d.results.first().is_some_and(|&r| bf16_for_arithmetic(f, &uses, r))
+                }
                 Opcode::Store { addr: Addressing::Contiguous, has_mask: false, .. } => {
                     d.args.get(2).is_some_and(|&v| wide_storage(f.ty(v), f16c, false))
                 }
@@ -249,6 +285,14 @@ fn marked(mark: u8) -> MemFlagsData {
 /// which would read 16 bytes where 32 are meant.
 fn load_part(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
     let bits = fx.bcx.ins().load(types::I32X4, marked(LOAD_MARK), at, disp);
+    fx.bcx.ins().bitcast(PART, crate::value::bitcast_flags(), bits)
+}
+
+/// A marked load of a wide part of `bf16` lanes ([`BF16_LOAD_MARK`]), widened to `f32` by
+/// a shift (no quieting: [`bf16_for_arithmetic`]).
+fn widen_bf16(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
+    let h = fx.bcx.ins().uload16x4(marked(BF16_LOAD_MARK), at, disp);
+    let bits = fx.bcx.ins().ishl_imm_u(h, 16);
     fx.bcx.ins().bitcast(PART, crate::value::bitcast_flags(), bits)
 }
 
@@ -398,13 +442,12 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
         Opcode::Load { site, .. } => {
             let ty = f.ty(result.ok_or_else(invalid)?);
             let (at, disp) = contiguous_address(fx, inst, site, ty)?;
-            let half = ty.dtype() == DType::F16;
             let mut out = Vec::with_capacity(count(ty));
             for j in 0..count(ty) as i32 {
-                out.push(if half {
-                    crate::f16c::widen_wide(fx, at, disp + j * 16)
-                } else {
-                    load_part(fx, at, disp + j * 32)
+                out.push(match ty.dtype() {
+                    DType::F16 => crate::f16c::widen_wide(fx, at, disp + j * 16),
+                    DType::BF16 => widen_bf16(fx, at, disp + j * 16),
+                    _ => load_part(fx, at, disp + j * 32),
                 });
             }
             out

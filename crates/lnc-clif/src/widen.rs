@@ -33,7 +33,7 @@ use cranelift_codegen::MachTrap;
 use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, Mnemonic, OpKind, Register};
 
 use crate::f16c::{WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK};
-use crate::wide::{LOAD_MARK, STORE_MARK, STREAM_MARK};
+use crate::wide::{BF16_LOAD_MARK, LOAD_MARK, STORE_MARK, STREAM_MARK};
 
 /// Lane-wise instructions: with `L` set, each `ymm` lane is computed from the same lane
 /// of the sources, as each `xmm` lane was.
@@ -75,6 +75,9 @@ const LANE_WISE: &[Mnemonic] = &[
     Mnemonic::Vpsubd,
     Mnemonic::Vpcmpeqd,
     Mnemonic::Vpcmpgtd,
+    // By an immediate, or by the low 64 bits of an `xmm` register (the same count for
+    // every lane either way).
+    Mnemonic::Vpslld,
     Mnemonic::Vcvtdq2ps,
     Mnemonic::Vcvttps2dq,
 ];
@@ -118,7 +121,7 @@ pub(crate) fn patch(
     let marks: Vec<(usize, u8)> = traps
         .iter()
         .filter_map(|t| {
-            let m = [LOAD_MARK, STORE_MARK, STREAM_MARK, F16_LOAD_MARK, F16_STORE_MARK]
+            let m = [LOAD_MARK, STORE_MARK, STREAM_MARK, F16_LOAD_MARK, F16_STORE_MARK, BF16_LOAD_MARK]
                 .into_iter()
                 .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
             Some((t.offset as usize, m))
@@ -130,7 +133,8 @@ pub(crate) fn patch(
     // drop a store that a later one of the same address overwrites unread; the later one
     // is a wide store of the same loop (a wide store is the only store to its address:
     // each transfer has its own bytes, `wide::staging_offset`), which writes all 32.
-    let stores = marks.iter().filter(|&&(_, m)| ![LOAD_MARK, F16_LOAD_MARK].contains(&m)).count();
+    let stores =
+        marks.iter().filter(|&&(_, m)| ![LOAD_MARK, F16_LOAD_MARK, BF16_LOAD_MARK].contains(&m)).count();
     if stores > emitted as usize {
         return Err(Unproven(format!("{emitted} wide stores emitted, {stores} found")));
     }
@@ -237,6 +241,7 @@ fn marked_kind(code: &[u8], ins: &Instruction, mark: u8) -> Option<Kind> {
         // Unaligned moves only: widened, an aligned one would want 32-byte alignment.
         LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),
         F16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vcvtph2ps]),
+        BF16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vpmovzxwd]),
         STREAM_MARK => (Kind::Store, &[Mnemonic::Vmovntps]),
         F16_STORE_MARK => (Kind::Store, &[Mnemonic::Vcvtps2ph]),
         _ => (Kind::Store, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),

@@ -613,11 +613,15 @@ impl<'a> Lowerer<'a> {
     /// True for a small contiguous load of an argument nothing in the kernel writes: its
     /// memory cannot change during the launch (arguments do not overlap, and no program
     /// writes it), so a later loop reads it again instead of a scratch copy, saving the
-    /// copy's stores. Not for `bf16`, nor for `fp16` unless its tiles convert in one
-    /// instruction (`TileOptions::native_f16`, as cheap as an `fp32` load): scratch holds
-    /// them converted to `f32`, and reading the row again would convert it again in every
-    /// loop (measured on the seed forward, 4096 × 1024, in scratch instead: fp16 4.65 →
-    /// 4.17 ms, bf16 1.84 → 1.74 ms, with integer conversions).
+    /// copy's stores. Not for `fp16` unless its tiles convert in one instruction
+    /// (`TileOptions::native_f16`, as cheap as an `fp32` load), nor for `bf16` unless they
+    /// widen in two 256-bit instructions (`TileOptions::native_bf16`): scratch holds them
+    /// converted to `f32`, and reading the row again would convert it again in every loop
+    /// (measured on the seed forward, 4096 × 1024, in scratch instead: fp16 4.65 → 4.17 ms,
+    /// bf16 1.84 → 1.74 ms, with integer conversions in 128-bit vectors). With 256-bit
+    /// `bf16` loads in each pass instead of the row helper's copy in scratch, the seed
+    /// forward in bf16 (2 threads, caches flushed, copy at 90–107 GB/s): 4–9 % faster at N
+    /// = 512–1024, 20 % at 4096, 68 % at 16384.
     fn reloadable(&self, v: bir::Value) -> bool {
         let bir::ValueDef::Result(i, _) = self.bf.values[v].def else { return false };
         let data = self.bf.inst(i);
@@ -625,7 +629,7 @@ impl<'a> Lowerer<'a> {
         matches!(data.opcode, bir::Opcode::Load { .. })
             && self.is_block(v)
             && match ty.elem.dtype() {
-                bir::DType::BF16 => false,
+                bir::DType::BF16 => self.opts.native_bf16,
                 bir::DType::F16 => self.opts.native_f16,
                 _ => true,
             }

@@ -89,6 +89,10 @@ pub struct TileOptions {
     /// loads whole only where it does `bf16` loads, and `fp16` stores only where the row
     /// store streams a long row (module `rows`).
     pub native_f16: bool,
+    /// `bf16` tiles of 8 lanes widen in two 256-bit instructions where only arithmetic
+    /// uses them (lnc-clif's wide loops, with AVX2): a later loop reads a `bf16` row again
+    /// from memory instead of a scratch copy, as it does `fp32` ones.
+    pub native_bf16: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
@@ -108,6 +112,7 @@ impl Default for TileOptions {
             stream: true,
             prefetch: true,
             native_f16: false,
+            native_bf16: false,
             defer_stores: true,
             check_deferred: true,
         }

@@ -22,7 +22,9 @@
 //!
 //! Which accesses: `fp16` loads and `fp16`/`bf16` stores; `bf16` loads only when the row is
 //! the same in every program (below) or kept in scratch for later loops, since widening
-//! `bf16` for arithmetic alone is two instructions per tile. Where code generation
+//! `bf16` for arithmetic alone is two instructions per tile (with 256-bit loops,
+//! `TileOptions::native_bf16`, fusion reads such a row again in later loops instead of
+//! keeping it). Where code generation
 //! converts `fp16` tiles with F16C, one instruction per four lanes each way
 //! ([`crate::TileOptions::native_f16`]), `fp16` loads are treated as `bf16` ones, and an
 //! `fp16` store converts whole only when its row (the loop's extent, the block, not the

@@ -266,6 +266,7 @@ pub(crate) fn tile(
         stream: opts.stream_threshold != u64::MAX,
         prefetch: opts.prefetch,
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
+        native_bf16: opts.wide && opts.lanes == 8 && lnc_clif::computes_wide(),
         defer_stores: opts.defer_stores,
         check_deferred: !unchecked,
         ..Default::default()
@@ -277,7 +278,7 @@ pub(crate) fn tile(
     // 8-lane tiles are for the loops computed in 256 bits; where none qualifies, the
     // 4-lane tiles of one 128-bit vector run faster than pairs of them.
     if opts.wide && tile_opts.lanes == 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
-        let narrow = lnc_tile::TileOptions { lanes: 4, ..tile_opts };
+        let narrow = lnc_tile::TileOptions { lanes: 4, native_bf16: false, ..tile_opts };
         return Ok((lower(&narrow)?, narrow));
     }
     Ok((lir, tile_opts))

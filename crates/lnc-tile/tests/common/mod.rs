@@ -63,6 +63,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             stream: false,
             prefetch: false,
             native_f16: false,
+            native_bf16: false,
             defer_stores: false,
             check_deferred: false,
         },
@@ -120,6 +121,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             stream: rows,
             prefetch: rows,
             native_f16: native,
+            native_bf16: native,
             defer_stores: rows,
             check_deferred: bounds,
         };
