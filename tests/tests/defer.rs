@@ -234,3 +234,54 @@ def k(Y, X, Lock, N, BLOCK: tl.constexpr):
     assert!(text.contains("assert_after_lock.py:14:"), "{text}");
     assert!(text.contains("device_assert"), "{text}");
 }
+
+/// A kernel whose deferred store's value reads an argument nothing before the lock reads
+/// (`z`): its copy that checks the store's bounds keeps the store's value, so `z` is read,
+/// and its bounds checked, before the lock too (found by review: with a constant in the
+/// check, Z one element short faulted under the lock and left it held).
+const LAZY_LOAD: &str = r#"import triton
+import triton.language as tl
+
+@triton.jit
+def k(Y, X, Z, Lock, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    x = tl.load(X + row * N + i, mask=m, other=0.)
+    s = tl.sum(x, axis=0) / N
+    z = tl.load(Z + row * N + i, mask=m, other=0.)
+    tl.store(Y + row * N + i, x * s + z, mask=m)
+    lock = Lock + row % 64
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    tl.atomic_xchg(lock, 0)
+"#;
+
+/// With Z short (and Y too), a safe launch fails as the kernel compiled without deferring
+/// does, naming the same access, and leaves no lock held.
+#[test]
+fn a_load_the_deferred_store_reads_is_checked_before_the_lock() {
+    let sig = "*fp32,*fp32,*fp32,*i32,i32,64";
+    let (m, n) = (4usize, 40usize);
+    let x = vec![1.0f32; m * n];
+    let run = |defer_stores: bool, y_short: usize| {
+        let opts = lnc::CompileOptions { defer_stores, ..Default::default() };
+        let module = lnc::Jit::with_options(opts).module("lazy.py", LAZY_LOAD.to_string()).expect("parses");
+        if defer_stores {
+            assert!(stored_after_lock(&module, "k", sig, "Y"), "the store is deferred");
+        }
+        let k = module.kernel("k", sig).unwrap_or_else(|e| panic!("{e}"));
+        let z = vec![1.0f32; m * n - 1];
+        let mut y = vec![f32::NAN; m * n - y_short];
+        let mut locks = vec![0i32; 64];
+        let err =
+            k.launch(m as u32, &lnc::args![&mut y, &x, &z, &mut locks, n as i32]).expect_err("Z is short");
+        assert!(locks.iter().all(|&l| l == 0), "deferred {defer_stores}: a lock left held: {locks:?}");
+        err.to_string()
+    };
+    for y_short in [0, 1] {
+        let (kept, deferred) = (run(false, y_short), run(true, y_short));
+        assert!(kept.contains("`Z`") && kept.contains("lazy.py:11:"), "{kept}");
+        assert_eq!(deferred, kept, "Y short by {y_short}");
+    }
+}

@@ -242,7 +242,8 @@ pub enum Opcode {
         /// Writes nothing: only checks, where bounds are checked, that every enabled lane
         /// is inside its argument, faulting as the store would. Left by lnc-tile's `defer`
         /// where it moved a store from, so that a safe launch faults where the source puts
-        /// the store, before any lock is taken. The value operand is ignored.
+        /// the store, before any lock is taken. The value is computed (its loads checked)
+        /// and dropped.
         check_only: bool,
     },
     /// `(block) -> block or scalar`: reduction along `axis`.

@@ -109,6 +109,9 @@ fn text_forms_round_trip() {
   %21 = not %2 : u8
   %22 = shr %21, %2 : u8
   %23 = load volatile %0 : fp16
+  store %12, %13, mask %14
+  store check_only %12, %13, mask %14
+  store check_only %0, %23
   assert %14
   print "x = \"\n" %22, %3
   print ""

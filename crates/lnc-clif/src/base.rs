@@ -1137,16 +1137,22 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
 }
 
 /// Whether loop `l` has no effect once the checks hoisted in front of it are made: it
-/// carries nothing and its body has only pure instructions and stores that only check
-/// their bounds (`check_only`), checked already or in code without checks (what lnc-tile's
-/// `defer` leaves where it moved a store from).
+/// carries nothing (so its values serve only its own body) and its body has only pure
+/// instructions, non-volatile loads and stores that only check their bounds
+/// (`check_only`), each access checked already or in code without checks: what lnc-tile's
+/// `defer` leaves where it moved a store from, the loads of the stored value included.
 fn inert(fx: &FunctionCx, l: lir::Inst) -> bool {
     let f = fx.f;
+    let checked = |i: lir::Inst| !fx.opts.checked || fx.prechecked.contains(&i);
     f.insts[l].results.is_empty()
+        && f.insts[l].regions[0]
+            .insts
+            .iter()
+            .any(|&i| matches!(f.insts[i].opcode, Opcode::Store { check_only: true, .. }))
         && f.insts[l].regions[0].insts.iter().all(|&i| {
             let d = &f.insts[i];
             match d.opcode {
-                Opcode::Store { check_only: true, .. } => !fx.opts.checked || fx.prechecked.contains(&i),
+                Opcode::Store { check_only: true, .. } | Opcode::Load { volatile: false, .. } => checked(i),
                 Opcode::Yield => true,
                 op => op.is_pure() && d.regions.is_empty(),
             }

@@ -5,19 +5,18 @@
 //! `ymm` instruction does the work of the pair, and the load and store ports, not the
 //! arithmetic, bound the seed's loops.
 //!
-//! A loop qualifies ([`loops`]) when everything in it that touches a tile is a
-//! contiguous unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows
-//! in scratch; or a load of `bf16` that only arithmetic uses, [`BF16_LOAD_MARK`]), a splat, `+ - * /`, `fma`, `sqrt` or an exact cast, of tiles of a
-//! multiple of 8 lanes; every tile it uses is made inside it or carried by it; and its
-//! carried tiles start as splats. Such a loop is emitted with one Cranelift `f32x4`
-//! value per 8 lanes (a *wide part*, `Tile { per: 8 }`): its low 128 bits are what
-//! Cranelift computes, its high 128 bits what module `widen` makes the same
-//! instructions compute after compilation, by setting the `L` bit of their VEX prefix.
-//! Loads and stores of wide parts carry trap codes of their own ([`LOAD_MARK`],
-//! [`STORE_MARK`], [`STREAM_MARK`], and module `f16c`'s wide marks): only they are
-//! widened to twice their memory. Lane-wise register instructions are widened inside
-//! the loop's code, found by the source location every instruction of the loop carries
-//! ([`srcloc`]).
+//! A loop qualifies ([`loops`]) when everything in it that touches a tile is a contiguous
+//! unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows in scratch;
+//! or a load of `bf16` that only arithmetic uses, [`BF16_LOAD_MARK`]), a splat, `+ - * /`,
+//! `fma`, `sqrt` or an exact cast, of tiles of a multiple of 8 lanes; every tile it uses is
+//! made inside it or carried by it; and its carried tiles start as splats. Such a loop is
+//! emitted with one Cranelift `f32x4` value per 8 lanes (a *wide part*, `Tile { per: 8 }`):
+//! its low 128 bits are what Cranelift computes, its high 128 bits what module `widen`
+//! makes the same instructions compute after compilation, by setting the `L` bit of their
+//! VEX prefix. Loads and stores of wide parts carry trap codes of their own ([`LOAD_MARK`],
+//! [`STORE_MARK`], [`STREAM_MARK`], and module `f16c`'s wide marks): only they are widened
+//! to twice their memory. Lane-wise register instructions are widened inside the loop's
+//! code, found by the source location every instruction of the loop carries ([`srcloc`]).
 //!
 //! Values cross the loop's boundary through the program's scratch area (bytes of its
 //! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each

@@ -75,8 +75,9 @@ const LANE_WISE: &[Mnemonic] = &[
     Mnemonic::Vpsubd,
     Mnemonic::Vpcmpeqd,
     Mnemonic::Vpcmpgtd,
-    // By an immediate, or by the low 64 bits of an `xmm` register (the same count for
-    // every lane either way).
+    // By an immediate only: the form counting by an `xmm` register keeps it an `xmm`
+    // operand under VEX.256, which `widens` refuses (the kernel is then compiled in 128
+    // bits).
     Mnemonic::Vpslld,
     Mnemonic::Vcvtdq2ps,
     Mnemonic::Vcvttps2dq,

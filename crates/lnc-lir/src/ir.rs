@@ -153,7 +153,7 @@ pub enum Opcode {
         stream: bool,
         /// Writes nothing: in bounds-checked code, checks that every enabled lane is
         /// inside its argument and faults as the store would; nothing in unchecked code.
-        /// Left by lnc-tile's `defer` where it moved a store from. The value is ignored.
+        /// Left by lnc-tile's `defer` where it moved a store from. The value is dropped.
         check_only: bool,
     },
     /// `(ptr, count: i32 scalar) -> i1`: whether a loop storing `count` contiguous

@@ -1,13 +1,14 @@
 //! The grid launcher: runs every program of a grid once, on the calling thread and the
 //! threads of a rayon pool.
 //!
-//! The grid is flattened with axis 0 fastest and cut into contiguous ranges, one per
-//! worker for independent programs, one shared by all for programs that use atomics
+//! The grid is flattened with axis 0 fastest and cut into contiguous ranges, one per worker
+//! for independent programs, one shared by all for programs that use atomics
 //! ([`Programs`]), and for programs whose locks are chosen by their id modulo `G`, one per
-//! worker holding the ids of its own share of the `G` residues (below). A worker takes the next contiguous chunk of program ids of its range
-//! from the range's counter until none is left, then takes chunks of the other ranges
-//! the same way: a worker walking its chunks touches neighbouring rows (its prefetchers
-//! stay busy), and a slow worker (the machine is shared) takes fewer chunks.
+//! worker holding the ids of its own share of the `G` residues (below). A worker takes the
+//! next contiguous chunk of program ids of its range from the range's counter until none is
+//! left, then takes chunks of the other ranges the same way: a worker walking its chunks
+//! touches neighbouring rows (its prefetchers stay busy), and a slow worker (the machine is
+//! shared) takes fewer chunks.
 //!
 //! Why a range per worker: with one shared counter the two workers' chunks of 127 rows
 //! interleaved in memory, and each worker's stream restarted at every chunk. Measured
@@ -15,7 +16,8 @@
 //! the machine where the copy moved 52–66 GB/s: lnc/Rust 0.85–0.91 → 1.05–1.28 at N =
 //! 512, 0.84–0.87 → 1.01–1.04 at N = 768, 0.86–1.01 → 1.09–1.10 at N = 1024. (When the
 //! copy moved 33–41 GB/s, halves and one counter measured alike.) Programs that use
-//! atomics keep one counter: the seed backward's lock timings below were measured so.
+//! atomics keep one counter (unless grouped, below): the seed backward's lock timings
+//! below were measured so.
 //!
 //! Why a range of lock groups per worker ([`Programs::Grouped`]): in the seed backward
 //! (program `row` adds its partial dw and db rows into the row of group `row % G` under
@@ -324,12 +326,14 @@ impl Range {
     }
 
     /// The next chunk of at most `chunk` programs, as flat ids `start..end` (consecutive:
-    /// a chunk of grouped ids stops at the end of its run of residues).
+    /// a chunk of grouped ids stops at the end of its run of residues, whose chunks are
+    /// of even length: a run of 32 is two of 16, not 31 and 1).
     fn take(&self, chunk: u64) -> Option<(u64, u64)> {
         let Some((groups, lo, run)) = self.groups else {
             let start = self.next.fetch_add(chunk, Ordering::Relaxed);
             return (start < self.end).then(|| (start, (start + chunk).min(self.end)));
         };
+        let chunk = run.div_ceil(run.div_ceil(chunk.max(1)));
         let mut k = self.next.load(Ordering::Relaxed);
         loop {
             if k >= self.end {
@@ -790,8 +794,10 @@ mod tests {
                     let range = Range::groups(total, groups, r, workers);
                     let (lo, hi) = (groups * r / workers, groups * (r + 1) / workers);
                     let mut last = None;
+                    let run = hi - lo;
+                    let even = run.div_ceil(run.div_ceil(31));
                     while let Some((start, end)) = range.take(31) {
-                        assert!(start < end && end - start <= 31 && end <= total);
+                        assert!(start < end && end - start <= even && end <= total);
                         assert!(last.is_none_or(|l| l < start), "in increasing order");
                         assert_eq!(start / groups, (end - 1) / groups, "one run");
                         for p in start..end {
@@ -844,7 +850,7 @@ mod tests {
 
     #[test]
     fn chunks_are_odd_and_as_long_as_the_kind_of_programs_allows() {
-        for programs in [Programs::Independent, Programs::Synchronizing] {
+        for programs in [Programs::Independent, Programs::Synchronizing, Programs::Grouped { groups: 256 }] {
             let longest = programs.longest_chunk();
             for threads in [0, 1, 2, 3, 8, 64] {
                 for total in [1, 2, 15, 16, 17, 100, 255, 256, 257, 4096, 5003, 1 << 20, u64::MAX] {
@@ -861,6 +867,7 @@ mod tests {
             (Programs::Independent.longest_chunk(), Programs::Synchronizing.longest_chunk()),
             (MAX_CHUNK, MAX_SYNC_CHUNK)
         );
+        assert_eq!(Programs::Grouped { groups: 64 }.longest_chunk(), MAX_SYNC_CHUNK);
     }
 
     #[test]

@@ -35,22 +35,25 @@
 //! stores into the same argument.
 //!
 //! What moves, past one loop only: the stores into never-read arguments among the
-//! instructions right before a `while` that performs atomics, back to the first instruction that is neither such a
-//! store, a pure instruction without regions, nor a non-volatile load (which may read
-//! only other arguments). An atomic, an assert, a print, a volatile load or another loop
-//! ends the run.
+//! instructions right before a `while` that performs atomics, back to the first instruction
+//! that is neither such a store, a pure instruction without regions, nor a non-volatile
+//! load (which may read only other arguments). An atomic, an assert, a print, a volatile
+//! load or another loop ends the run.
 //!
 //! Bounds-checked code (`checked`): a store that faulted after the move would do so with
 //! its program holding the lock (a later launch on the same lock words would wait for it
-//! forever), and a launch where both the store and the lock are out of bounds would
-//! report the lock. So each moved store leaves a copy where it was that only checks its
-//! bounds (`check_only`, storing a constant the tiler computes nothing for): the launch
-//! fails there, before the lock, reporting the store, as it did before the move, and the
-//! moved store is then in bounds (its range is checked again after the lock, which cannot
-//! fail; code generation merges the checks of a pass where it can, and a loop left with
-//! nothing but checks made in front of it emits nothing). Only what a failed launch
-//! leaves in memory differs, which is unspecified. Code without checks has no use for
-//! the copy (`TileOptions::check_deferred`). Seed dx + dwdb, bounds-checked, 2 threads,
+//! forever), and a launch where both the store and the lock are out of bounds would report
+//! the lock. So each moved store leaves a copy where it was that only checks its bounds
+//! (`check_only`), with the store's own operands: fusion evaluates its value where the
+//! store was, in the pass the unmoved store had, so the loads that value reads are checked
+//! there too (with a constant instead, a load only the moved store used was first read
+//! after the lock; found by review). The launch fails there, before the lock, reporting the
+//! access the unmoved kernel reported, and the moved store and its loads are then in bounds
+//! (checked again after the lock, which cannot fail). Code generation drops the value (and
+//! Cranelift the arithmetic), merges the checks of a pass where it can, and emits nothing
+//! for a loop left with only loads and checks made in front of it. Only what a failed
+//! launch leaves in memory differs, which is unspecified. Code without checks has no use
+//! for the copy (`TileOptions::check_deferred`). Seed dx + dwdb, bounds-checked, 2 threads,
 //! caches flushed, paired with the kernel compiled without `defer` in `lnc-bench`: N =
 //! 512–1024 +4 to +14 %, 2048 +3 to +5 %, from 4096 up within ±1 %.
 //!
@@ -64,7 +67,7 @@
 
 use std::collections::HashSet;
 
-use lnc_bir::{BinOp, Const, DType, Function, Inst, Opcode, Region, Type, Value, ValueDef};
+use lnc_bir::{BinOp, Const, Function, Inst, Opcode, Region, Value, ValueDef};
 
 use crate::provenance::Provenance;
 
@@ -134,7 +137,7 @@ fn defer_in(
             if !stores.contains(&i) {
                 kept.push(i);
             } else if checked {
-                kept.extend(check_of(f, i));
+                kept.push(check_of(f, i));
             }
         }
         region.insts = kept;
@@ -146,29 +149,15 @@ fn defer_in(
     changed
 }
 
-/// Instructions that check the bounds of store `s` as it would, and write nothing: a
-/// `check_only` copy of it storing zeros (a constant, so that the tiler computes nothing
-/// for it).
-fn check_of(f: &mut Function, s: Inst) -> Vec<Inst> {
+/// A copy of store `s` that only checks its bounds (`check_only`), with the store's own
+/// operands: fusion then evaluates the value where the store was, so the loads it reads
+/// are checked before the lock too, in the order the unmoved store's pass had them (code
+/// generation drops the value, and Cranelift the arithmetic and loads nothing else uses).
+fn check_of(f: &mut Function, s: Inst) -> Inst {
     let data = f.inst(s).clone();
-    let Opcode::Store { has_mask, .. } = data.opcode else { return vec![s] };
+    let has_mask = matches!(data.opcode, Opcode::Store { has_mask: true, .. });
     let span = f.span(s);
-    let ty = f.ty(data.args[1]);
-    // `movable_stores` moves stores of numbers only.
-    let d = ty.num_dtype().unwrap_or(DType::I32);
-    let zero = if d.is_float() { Const::Float(0.0) } else { Const::Int(0) };
-    let c = f.create_inst(Opcode::Const(zero), vec![], &[Type::scalar(d)], span);
-    let mut out = vec![c];
-    let mut v = f.inst(c).results[0];
-    if !ty.shape.is_scalar() {
-        let splat = f.create_inst(Opcode::Splat, vec![v], &[ty], span);
-        out.push(splat);
-        v = f.inst(splat).results[0];
-    }
-    let mut args = vec![data.args[0], v];
-    args.extend(has_mask.then(|| data.args[2]));
-    out.push(f.create_inst(Opcode::Store { has_mask, check_only: true }, args, &[], span));
-    out
+    f.create_inst(Opcode::Store { has_mask, check_only: true }, data.args, &[], span)
 }
 
 /// Indices (ascending) of the stores before `w` (`before` is the region up to it) that
@@ -188,9 +177,7 @@ fn movable_stores(
         }
         let data = f.inst(i);
         match data.opcode {
-            Opcode::Store { check_only: false, .. }
-                if !read.contains(&prov.root(data.args[0])) && f.num_dtype(data.args[1]).is_some() =>
-            {
+            Opcode::Store { check_only: false, .. } if !read.contains(&prov.root(data.args[0])) => {
                 found.push(k)
             }
             Opcode::Load { volatile: false, .. } => {}
@@ -232,23 +219,47 @@ fn is_rare_lock_loop(f: &Function, w: Inst) -> bool {
     atomics > 0 && all_rare && !asserts
 }
 
-/// `G` when every atomic and volatile load of `f` (one at least) addresses a scalar
-/// `arg + program_id(0) % G (+ constants)` with one constant `G` of 2 or more: programs
-/// whose ids differ modulo `G` never touch the same lock.
-pub(crate) fn program_groups(f: &Function) -> Option<i64> {
-    let mut groups = None;
-    let mut all = true;
+/// `G` when the programs of `f` touch their locks only by group: every atomic and
+/// volatile load (one at least), and every other access to an argument one of them
+/// addresses, is of a scalar `arg + program_id(0) % G + c` (`c` a sum of constants), with
+/// one constant `G` of 2 or more, and the constants `c` of one argument are equal or at
+/// least `G` apart (`Lock + r` and `Lock + G + r`, the seed's lock and count): then a
+/// word is touched by the programs of one residue `r` only, and programs of different
+/// groups never wait for each other.
+pub(crate) fn program_groups(f: &Function, prov: &Provenance) -> Option<i64> {
+    let mut locked = HashSet::new();
     f.walk(|i| {
         let data = f.inst(i);
         if matches!(
             data.opcode,
             Opcode::Atomic { .. } | Opcode::AtomicCas | Opcode::Load { volatile: true, .. }
         ) {
-            let g = lock_groups(f, data.args[0]);
-            all &= g.is_some() && groups.get_or_insert(g) == &g;
+            locked.insert(prov.root(data.args[0]));
         }
     });
-    groups.flatten().filter(|&g| all && g >= 2)
+    let mut groups = None;
+    let mut offsets: std::collections::HashMap<u32, Vec<i64>> = std::collections::HashMap::new();
+    let mut all = !locked.is_empty();
+    f.walk(|i| {
+        let data = f.inst(i);
+        if !matches!(
+            data.opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas | Opcode::Load { .. } | Opcode::Store { .. }
+        ) || !locked.contains(&prov.root(data.args[0]))
+        {
+            return;
+        }
+        match lock_address(f, data.args[0]) {
+            Some((g, c)) if *groups.get_or_insert(g) == g => {
+                offsets.entry(prov.root(data.args[0])).or_default().push(c)
+            }
+            _ => all = false,
+        }
+    });
+    let g = groups.filter(|&g| all && g >= 2)?;
+    let apart =
+        offsets.values().all(|cs| cs.iter().all(|&a| cs.iter().all(|&b| a == b || (a - b).abs() >= g)));
+    apart.then_some(g)
 }
 
 /// Every instruction nested in the regions of `inst`.
@@ -263,20 +274,28 @@ fn walk_regions(f: &Function, inst: Inst, visit: &mut impl FnMut(Inst)) {
 
 /// `G` when the scalar pointer `p` is an argument plus `program_id(0) % G` (`G` a
 /// constant) plus constants, added in any grouping.
-fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
+fn lock_groups(f: &Function, p: Value) -> Option<i64> {
+    lock_address(f, p).map(|(g, _)| g)
+}
+
+/// `(G, c)` when the scalar pointer `p` is an argument plus `program_id(0) % G` (`G` a
+/// constant) plus constants summing to `c`, added in any grouping.
+fn lock_address(f: &Function, mut p: Value) -> Option<(i64, i64)> {
     if !f.ty(p).shape.is_scalar() {
         return None;
     }
-    let mut groups = None;
+    let (mut groups, mut c) = (None, 0i64);
     loop {
         match f.values[p].def {
-            ValueDef::Param(_) => return groups,
+            ValueDef::Param(_) => return groups.map(|g| (g, c)),
             ValueDef::Result(i, 0) if f.inst(i).opcode == Opcode::PtrAdd => {
-                if let Some(g) = offset_groups(f, f.inst(i).args[1])?
+                let (g, k) = offset_groups(f, f.inst(i).args[1])?;
+                if let Some(g) = g
                     && groups.replace(g).is_some()
                 {
                     return None;
                 }
+                c = c.checked_add(k)?;
                 p = f.inst(i).args[0];
             }
             _ => return None,
@@ -285,13 +304,14 @@ fn lock_groups(f: &Function, mut p: Value) -> Option<i64> {
 }
 
 /// For an offset that is constants and at most one `program_id(0) % G` added together:
-/// `Some(Some(G))` with that term, `Some(None)` without it; `None` for anything else.
-fn offset_groups(f: &Function, v: Value) -> Option<Option<i64>> {
-    if int_const(f, v).is_some() {
-        return Some(None);
+/// `Some((Some(G), c))` with that term, `Some((None, c))` without it, `c` the sum of the
+/// constants; `None` for anything else.
+fn offset_groups(f: &Function, v: Value) -> Option<(Option<i64>, i64)> {
+    if let Some(c) = int_const(f, v) {
+        return Some((None, c));
     }
     if let Some(g) = pid_modulus(f, v) {
-        return Some(Some(g));
+        return Some((Some(g), 0));
     }
     let ValueDef::Result(i, 0) = f.values[v].def else { return None };
     let data = f.inst(i);
@@ -299,8 +319,8 @@ fn offset_groups(f: &Function, v: Value) -> Option<Option<i64>> {
         return None;
     }
     match (offset_groups(f, data.args[0])?, offset_groups(f, data.args[1])?) {
-        (Some(_), Some(_)) => None,
-        (a, b) => Some(a.or(b)),
+        ((Some(_), _), (Some(_), _)) => None,
+        ((a, x), (b, y)) => Some((a.or(b), x.checked_add(y)?)),
     }
 }
 

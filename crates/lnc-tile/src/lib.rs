@@ -150,11 +150,13 @@ pub fn defers_stores(f: &lnc_bir::Function) -> bool {
 
 /// `G` when the programs of `f` use atomics (and volatile loads) only on locks chosen by
 /// `program_id(0) % G`, `G` a constant of 2 or more (the seed backward's `row %
-/// GROUP_SIZE_M`): programs of different groups never wait for each other, so the
-/// runtime may give each worker its own groups (lnc-runtime's `Programs::Grouped`).
+/// GROUP_SIZE_M`), each lock word touched by the programs of one residue only: programs
+/// of different groups never wait for each other, so the runtime may give each worker its
+/// own groups (lnc-runtime's `Programs::Grouped`).
 pub fn program_groups(f: &lnc_bir::Function) -> Option<i64> {
     let rewritten = carried::rewrite(f);
-    defer::program_groups(rewritten.as_ref().unwrap_or(f))
+    let f = rewritten.as_ref().unwrap_or(f);
+    defer::program_groups(f, &provenance::analyze(f).ok()?)
 }
 
 /// Lowers a specialized kernel from block IR to loop IR.

@@ -185,6 +185,17 @@ fn row_reads(f: &Function, s: Inst) -> Vec<(Value, First)> {
     }
 }
 
+/// Whether loop `l` only checks bounds: its stores only check theirs (`check_only`, left
+/// by module `defer`), and it carries nothing. Code generation emits nothing for it once
+/// the checks are made in front of it (the loads it reads are checked, never used), so a
+/// prefetch placed there would not run.
+fn only_checks(f: &Function, l: Inst) -> bool {
+    let body = &f.insts[l].regions[0];
+    f.insts[l].results.is_empty()
+        && body.insts.iter().any(|&i| matches!(f.insts[i].opcode, Opcode::Store { check_only: true, .. }))
+        && body.insts.iter().all(|&i| !matches!(f.insts[i].opcode, Opcode::Store { check_only: false, .. }))
+}
+
 fn innermost(f: &Function, l: Inst) -> bool {
     f.insts[l].regions[0].insts.iter().all(|&i| f.insts[i].regions.is_empty())
 }
@@ -217,7 +228,7 @@ fn host_of(
     let mut found = None;
     for &s in later {
         let data = &f.insts[s];
-        if data.opcode != Opcode::For || !innermost(f, s) {
+        if data.opcode != Opcode::For || !innermost(f, s) || only_checks(f, s) {
             continue;
         }
         let lb = data.args[0];

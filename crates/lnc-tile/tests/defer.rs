@@ -166,7 +166,7 @@ fn deferred_stores_compute_what_the_block_ir_does() {
 }
 
 /// Which kernels the runtime may schedule by lock group: every atomic on a lock chosen by
-/// `program_id(0) % G`, one `G`.
+/// `program_id(0) % G`, one `G`, each lock word of one residue only.
 #[test]
 fn program_groups_are_the_locks_modulus() {
     let groups = |src: &str, sig: &str| lnc_tile::program_groups(&bir(src, "k", sig));
@@ -174,12 +174,20 @@ fn program_groups_are_the_locks_modulus() {
     assert_eq!(groups(LOCKED, "*fp32,*fp32,*fp32,*i32,i32,8,64"), Some(8));
     let shifted = LOCKED.replace("lock = Lock + row % G", "lock = Lock + 3 + row % G + 1");
     assert_eq!(groups(&shifted, SIG), Some(64));
+    // The seed's lock and count, `G` apart, and a second word of the same residue.
+    let count = LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.atomic_xchg(lock + 64, 1)\n    tl.atomic_xchg(lock + 128, tl.load(lock + 64))\n    tl.atomic_xchg(lock, 0)");
+    assert_eq!(groups(&count, SIG), Some(64));
     for (what, src) in [
         ("one lock for all programs", LOCKED.replace("lock = Lock + row % G", "lock = Lock")),
         ("a lock chosen by data", LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.load(X + row * N).to(tl.int32) % G")),
         ("another axis", LOCKED.replace("lock = Lock + row % G", "lock = Lock + tl.program_id(1) % G")),
         ("a counter shared by all", LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.atomic_add(Lock + 200, 1)\n    tl.atomic_xchg(lock, 0)")),
         ("one group", LOCKED.replace("row % G", "row % 1")),
+        // Residue 63's `Lock + 63 + 1` is residue 0's `Lock + 0 + 64` (found by review: a
+        // cross-group wait under the group schedule could then wait forever).
+        ("words of two residues", LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.atomic_xchg(lock + 1, 0)\n    tl.atomic_xchg(lock + 64, 0)")),
+        ("a plain store to a lock word", LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.store(Lock + 5, 0)\n    tl.atomic_xchg(lock, 0)")),
+        ("a block of lock words", LOCKED.replace("    tl.atomic_xchg(lock, 0)", "    tl.store(Lock + i, i)\n    tl.atomic_xchg(lock, 0)")),
         ("no atomics", "@triton.jit\ndef k(Y, P, X, Lock, N, G: tl.constexpr, BLOCK: tl.constexpr):\n    tl.store(Y + tl.program_id(0), 1.0)\n".to_string()),
     ] {
         assert_eq!(groups(&src, SIG), None, "{what}");

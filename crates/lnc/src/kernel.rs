@@ -132,8 +132,9 @@ impl Kernel {
         })
     }
 
-    /// Whether the kernel's programs may wait for each other (it uses atomics), which
-    /// decides how many programs a worker of a launch takes at once.
+    /// Whether the kernel's programs may wait for each other (it uses atomics), and whether
+    /// only within groups of program ids (`Programs::Grouped`: its locks are chosen by
+    /// `program_id(0) % G`), which decides how a launch hands programs to its workers.
     pub fn programs(&self) -> Programs {
         self.programs
     }

@@ -70,9 +70,11 @@ pub struct CompileOptions {
     /// When a kernel's programs use atomics only on locks chosen by `program_id(0) % G`
     /// (the seed backward's `row % GROUP_SIZE_M`), launch a one-axis grid with each worker
     /// running the programs of its own share of the groups (lnc-runtime's
-    /// `Programs::Grouped`): two workers then never wait for the same lock, and the memory
-    /// a lock guards stays in one core's cache. Off: workers take chunks of one shared
-    /// range in order. The results are the same. Default: on.
+    /// `Programs::Grouped`): two workers then do not wait for the same lock, and the memory
+    /// a lock guards stays in one core's cache, until a worker done with its own groups
+    /// takes chunks of another's. Off: workers take chunks of one shared range in order.
+    /// Either way a launch computes one of the outcomes the kernel allows (which program
+    /// takes a lock first was never fixed). Default: on.
     pub group_programs: bool,
 }
 
