@@ -80,6 +80,11 @@ pub struct CodegenOptions {
     /// has AVX2: Cranelift emits them in 128-bit vectors and module `widen` rewrites
     /// them. The same bits either way. Default: on.
     pub wide: bool,
+    /// Run Cranelift's verifier on the function before compiling it (a compiler bug in
+    /// lnc's code generation is then an error, not whatever Cranelift makes of invalid IR).
+    /// Default: in debug builds, as lnc's own verifiers (`lnc::CompileOptions::verify`);
+    /// it takes about 4 % of a kernel's compile time.
+    pub verify: bool,
 }
 
 impl Default for CodegenOptions {
@@ -91,6 +96,7 @@ impl Default for CodegenOptions {
             fused_subs: true,
             f16c: true,
             wide: true,
+            verify: cfg!(debug_assertions),
         }
     }
 }
@@ -224,8 +230,8 @@ fn host_isa() -> Result<OwnedTargetIsa, CodegenError> {
             flags.set(name, value).map_err(|e| format!("setting {name}={value}: {e}"))
         };
         set(&mut flags, "opt_level", "speed")?;
-        // Verified once in `define` before compiling; a second run inside Cranelift would
-        // only cost compile time.
+        // Verified once in `translate` before compiling (`CodegenOptions::verify`); a second
+        // run inside Cranelift would only cost compile time.
         set(&mut flags, "enable_verifier", "false")?;
         // JIT code calls helpers anywhere in the address space.
         set(&mut flags, "use_colocated_libcalls", "false")?;
@@ -275,7 +281,9 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     let (scratch_bytes, wide_stores) = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
-    if let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags()) {
+    if opts.verify
+        && let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags())
+    {
         return Err(CodegenError::Verifier(cranelift_codegen::print_errors::pretty_verifier_error(
             &ctx.func, None, errors,
         )));

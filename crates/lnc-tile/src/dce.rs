@@ -13,49 +13,40 @@ use std::collections::HashMap;
 use lnc_lir::{Function, Inst, Opcode, Region, Value};
 
 pub(crate) fn run(f: &mut Function) {
-    loop {
-        let mut uses: HashMap<Value, u32> = HashMap::new();
-        for i in f.live_insts() {
-            for &a in &f.insts[i].args {
-                *uses.entry(a).or_default() += 1;
-            }
-        }
-        let dead = |f: &Function, r: &Region, k: usize| {
-            let d = &f.insts[r.insts[k]];
-            (d.opcode.is_pure() && d.results.iter().all(|r| !uses.contains_key(r))) || self_store(f, r, k)
-        };
-        let mut removed = false;
-        fn sweep(
-            f: &Function,
-            r: &Region,
-            dead: &dyn Fn(&Function, &Region, usize) -> bool,
-            removed: &mut bool,
-        ) -> Region {
-            let mut out = Region { args: r.args.clone(), insts: Vec::new() };
-            for (k, &i) in r.insts.iter().enumerate() {
-                if dead(f, r, k) {
-                    *removed = true;
-                } else {
-                    out.insts.push(i);
-                }
-            }
-            out
-        }
-        let body = sweep(f, &f.body, &dead, &mut removed);
-        let mut nested = Vec::new();
-        for i in f.live_insts() {
-            let regions: Vec<Region> =
-                f.insts[i].regions.iter().map(|r| sweep(f, r, &dead, &mut removed)).collect();
-            nested.push((i, regions));
-        }
-        f.body = body;
-        for (i, regions) in nested {
-            f.insts[i].regions = regions;
-        }
-        if !removed {
-            return;
+    let mut uses: HashMap<Value, u32> = HashMap::new();
+    for i in f.live_insts() {
+        for &a in &f.insts[i].args {
+            *uses.entry(a).or_default() += 1;
         }
     }
+    // Backwards, each instruction's regions before it: every use of a value is seen before
+    // its definition, so a chain of dead values goes in one sweep.
+    let body = f.body.clone();
+    f.body = sweep(f, &body, &mut uses);
+}
+
+/// `r` without its dead instructions (and theirs in nested regions), the uses of what
+/// they read taken off `uses`.
+fn sweep(f: &mut Function, r: &Region, uses: &mut HashMap<Value, u32>) -> Region {
+    let mut kept = Vec::with_capacity(r.insts.len());
+    for k in (0..r.insts.len()).rev() {
+        let i = r.insts[k];
+        let regions = f.insts[i].regions.clone();
+        f.insts[i].regions = regions.iter().map(|n| sweep(f, n, uses)).collect();
+        let d = &f.insts[i];
+        let unused = d.results.iter().all(|v| uses.get(v).is_none_or(|&n| n == 0));
+        if (d.opcode.is_pure() && unused) || self_store(f, r, k) {
+            for a in d.args.clone() {
+                if let Some(n) = uses.get_mut(&a) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            continue;
+        }
+        kept.push(i);
+    }
+    kept.reverse();
+    Region { args: r.args.clone(), insts: kept }
 }
 
 /// Whether `r.insts[k]` stores into a scratch buffer the value loaded from the same place

@@ -249,6 +249,7 @@ const NATIVE: CodegenOptions = CodegenOptions {
     fused_subs: true,
     f16c: true,
     wide: true,
+    verify: true,
 };
 
 /// Checked, integer conversions and 128-bit vectors only.
