@@ -217,7 +217,7 @@ pub fn computes_wide() -> bool {
 /// Whether some loop of `f` would be computed in 256-bit vectors on this host with
 /// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]).
 pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool) -> bool {
-    computes_wide() && !wide::loops(f, f16c && converts_f16_natively()).is_empty()
+    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively())
 }
 
 /// The host ISA, built once: feature detection and flag parsing are not free and the

@@ -118,6 +118,13 @@ fn bf16_for_arithmetic(
         })
 }
 
+/// Whether some loop of `f` is emitted with wide parts ([`loops`], stopping at the first).
+pub(crate) fn any_loop(f: &lir::Function, f16c: bool) -> bool {
+    let mut found = false;
+    f.walk(|i| found = found || (f.insts[i].opcode == Opcode::For && eligible(f, i, f16c)));
+    found
+}
+
 /// The loops of `f` emitted with wide parts; `f16c`: `fp16` tiles convert with F16C.
 pub(crate) fn loops(f: &lir::Function, f16c: bool) -> HashSet<lir::Inst> {
     let mut out = HashSet::new();
