@@ -519,19 +519,13 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     check("dw (Rust, seed algorithm)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
     check("db (Rust, seed algorithm)", n, &db_s, &db_r, 2e-3, 1e-4)?;
 
-    if let Some(k) = &k_undeferred {
+    for (what, k) in [("stores not deferred", &k_undeferred), ("no group schedule", &k_ungrouped)] {
+        let Some(k) = k else { continue };
         dx_rust.fill(f32::NAN);
         run_lnc(k, dx_rust, &mut dw_s, &mut db_s, false)?;
-        check("dx (lnc, stores not deferred)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
-        check("dw (lnc, stores not deferred)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
-        check("db (lnc, stores not deferred)", n, &db_s, &db_r, 2e-3, 1e-4)?;
-    }
-    if let Some(k) = &k_ungrouped {
-        dx_rust.fill(f32::NAN);
-        run_lnc(k, dx_rust, &mut dw_s, &mut db_s, false)?;
-        check("dx (lnc, no group schedule)", n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
-        check("dw (lnc, no group schedule)", n, &dw_s, &dw_r, 2e-3, 1e-4)?;
-        check("db (lnc, no group schedule)", n, &db_s, &db_r, 2e-3, 1e-4)?;
+        check(&format!("dx (lnc, {what})"), n, dx_rust, dx_lnc, 1e-5, 1e-4)?;
+        check(&format!("dw (lnc, {what})"), n, &dw_s, &dw_r, 2e-3, 1e-4)?;
+        check(&format!("db (lnc, {what})"), n, &db_s, &db_r, 2e-3, 1e-4)?;
     }
 
     let k_alone = kernel_in(ctx.dx_alone, BWD_DX, &dx_signature(n))?;

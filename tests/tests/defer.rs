@@ -133,6 +133,31 @@ fn dx_store_line() -> String {
     format!("triton_05_layer_norm.py:{}:", line + 1)
 }
 
+/// A safe launch of the seed's dx kernel (`group` locks, rows of `n`) on `m` rows with
+/// `dx` and `locks` of the lengths given (the other buffers whole), which must fail;
+/// returns its error and the lock words of the groups (`locks[..group]`).
+fn failed_dx_launch(
+    k: &lnc::Kernel,
+    m: usize,
+    n: usize,
+    group: usize,
+    dx_len: usize,
+    locks_len: usize,
+) -> (String, Vec<i32>) {
+    let x = vec![0.5f32; m * n];
+    let dy = vec![0.1f32; m * n];
+    let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
+    let (mean, rstd) = (vec![0.0f32; m], vec![1.0f32; m]);
+    let mut dx = vec![f32::NAN; dx_len];
+    let (mut pdw, mut pdb) = (vec![0.0f32; group * n], vec![0.0f32; group * n]);
+    let mut locks = vec![0i32; locks_len];
+    let args = lnc::args![
+        &mut dx, &dy, &mut pdw, &mut pdb, &x, &w, &b, &mean, &rstd, &mut locks, n as i32, n as i32, 1e-5f32
+    ];
+    let err = k.launch(m as u32, &args).expect_err("a buffer is too short");
+    (err.to_string(), locks[..group].to_vec())
+}
+
 /// A safe launch checks the bounds of dx where the source stores it, before the lock: dx
 /// one element (or rows) short fails naming DX at that line, and no lock is left held
 /// (checked after the lock, the faulting program would have held its lock, and a later
@@ -143,26 +168,10 @@ fn a_safe_launch_whose_dx_store_faults_leaves_no_lock_held() {
     let m = 3 * group;
     let k =
         module(true).kernel(DX, &seed_dx_signature("fp32", group, 1024)).unwrap_or_else(|e| panic!("{e}"));
-    let x = vec![0.5f32; m * n];
-    let dy = vec![0.1f32; m * n];
-    let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
-    let (mean, rstd) = (vec![0.0f32; m], vec![1.0f32; m]);
     for short in [1, n + 1, 2 * n + 5] {
-        let mut dx = vec![f32::NAN; m * n - short];
-        let (mut pdw, mut pdb) = (vec![0.0f32; group * n], vec![0.0f32; group * n]);
-        let mut locks = vec![0i32; 2 * group];
-        let err = k
-            .launch(
-                m as u32,
-                &lnc::args![
-                    &mut dx, &dy, &mut pdw, &mut pdb, &x, &w, &b, &mean, &rstd, &mut locks, n as i32,
-                    n as i32, 1e-5f32
-                ],
-            )
-            .expect_err("DX is too short");
-        let text = err.to_string();
+        let (text, locks) = failed_dx_launch(&k, m, n, group, m * n - short, 2 * group);
         assert!(text.contains("DX") && text.contains(&dx_store_line()), "{text}");
-        assert!(locks[..group].iter().all(|&l| l == 0), "short by {short}: a lock left held: {locks:?}");
+        assert!(locks.iter().all(|&l| l == 0), "short by {short}: a lock left held: {locks:?}");
     }
 }
 
@@ -173,28 +182,12 @@ fn a_safe_launch_reports_the_dx_store_before_the_lock() {
     let (group, n) = (64usize, 100usize);
     let m = group;
     let sig = seed_dx_signature("fp32", group, 128);
-    let x = vec![0.5f32; m * n];
-    let dy = vec![0.1f32; m * n];
-    let (w, b) = (vec![1.0f32; n], vec![0.0f32; n]);
-    let (mean, rstd) = (vec![0.0f32; m], vec![1.0f32; m]);
     for defer_stores in [true, false] {
         let k = module(defer_stores).kernel(DX, &sig).unwrap_or_else(|e| panic!("{e}"));
         // Rows 62 and 63: dx short by n + 1, their counts (after the locks) past the end.
-        let mut dx = vec![f32::NAN; m * n - n - 1];
-        let (mut pdw, mut pdb) = (vec![0.0f32; group * n], vec![0.0f32; group * n]);
-        let mut locks = vec![0i32; 2 * group - 2];
-        let err = k
-            .launch(
-                m as u32,
-                &lnc::args![
-                    &mut dx, &dy, &mut pdw, &mut pdb, &x, &w, &b, &mean, &rstd, &mut locks, n as i32,
-                    n as i32, 1e-5f32
-                ],
-            )
-            .expect_err("DX and Lock are too short");
-        let text = err.to_string();
+        let (text, locks) = failed_dx_launch(&k, m, n, group, m * n - n - 1, 2 * group - 2);
         assert!(text.contains("DX") && text.contains(&dx_store_line()), "deferred {defer_stores}: {text}");
-        assert!(locks[..group].iter().all(|&l| l == 0), "a lock left held: {locks:?}");
+        assert!(locks.iter().all(|&l| l == 0), "a lock left held: {locks:?}");
     }
 }
 

@@ -693,6 +693,10 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             Err(CodegenError::InvalidIr(format!("{inst}: expected {n} operands")))
         }
     };
+    // A memory access through operands 0 (pointer) and 1 (offset), checked here unless a
+    // check in front of its loop covered it.
+    let checked = !fx.prechecked.contains(&inst);
+    let access = |addr, site| memory::Access { ptr: data.args[0], offset: data.args[1], addr, site, checked };
     // (Instructions with regions set it for their own instructions, and round nothing.)
     fx.only_stored =
         data.regions.is_empty() && data.results.len() == 1 && half::only_stored(fx, data.results[0]);
@@ -767,13 +771,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(2 + has_mask as usize + has_other as usize)?;
             let mask = has_mask.then(|| data.args[2]);
             let other = has_other.then(|| data.args[2 + has_mask as usize]);
-            let access = memory::Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
+            let access = access(addr, site);
             fx.half_quiet = !half::only_arithmetic(fx, data.results[0]);
             let loaded = memory::codegen_load(fx, access, (mask, other), result(1)?, volatile);
             fx.half_quiet = true;
@@ -782,26 +780,13 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         Opcode::Store { addr, has_mask, site, stream, check_only } => {
             nargs(3 + has_mask as usize + stream as usize)?;
             let mask = has_mask.then(|| data.args[3]);
+            let access = access(addr, site);
             if check_only {
-                let access = memory::Access {
-                    ptr: data.args[0],
-                    offset: data.args[1],
-                    addr,
-                    site,
-                    checked: !fx.prechecked.contains(&inst),
-                };
                 let lanes = fx.f.ty(data.args[2]).lanes();
                 return memory::codegen_check(fx, access, lanes, mask);
             }
             // Only the copy of the loop that `stream_ok` selected streams (codegen_for).
             let stream = stream && fx.streaming;
-            let access = memory::Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
             memory::codegen_store(fx, access, data.args[2], mask, stream)?;
             return Ok(());
         }
@@ -820,13 +805,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         Opcode::Atomic { op, addr, has_mask, site } => {
             nargs(3 + has_mask as usize)?;
             let mask = has_mask.then(|| data.args[3]);
-            let access = memory::Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
+            let access = access(addr, site);
             memory::codegen_atomic(
                 fx,
                 access,
@@ -838,13 +817,7 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
         }
         Opcode::AtomicCas { addr, site } => {
             nargs(4)?;
-            let access = memory::Access {
-                ptr: data.args[0],
-                offset: data.args[1],
-                addr,
-                site,
-                checked: !fx.prechecked.contains(&inst),
-            };
+            let access = access(addr, site);
             memory::codegen_atomic(
                 fx,
                 access,

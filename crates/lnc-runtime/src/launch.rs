@@ -812,42 +812,6 @@ mod tests {
         }
     }
 
-    /// A grouped launch (each worker with its own share of the groups on a one-axis grid,
-    /// one shared range otherwise) still reports the faulting program with the lowest flat
-    /// index, every program before it having run.
-    #[test]
-    fn grouped_launches_report_the_lowest_fault() {
-        let p = pool(2);
-        for grid in [[1000, 1, 1], [100, 3, 1]] {
-            let n = grid.iter().product::<u32>() as usize;
-            let mut out = vec![u32::MAX; n];
-            let args = [pack_ptr(out.as_mut_ptr())];
-            // SAFETY: `fault_on_sevens` writes one element per program.
-            let err = unsafe {
-                launch(
-                    fault_on_sevens,
-                    grid,
-                    &args,
-                    &[Bounds::default()],
-                    0,
-                    Programs::Grouped { groups: 64 },
-                    Some(&p),
-                )
-            }
-            .unwrap_err();
-            let pid = [7 % grid[0], 7 / grid[0] % grid[1], 0];
-            assert_eq!(
-                err,
-                LaunchError::Fault {
-                    status: Status::OutOfBounds,
-                    pid,
-                    fault: Fault { site: 3, arg: 0, offset: 7 }
-                }
-            );
-            assert_eq!(&out[..7], &[0, 1, 2, 3, 4, 5, 6]);
-        }
-    }
-
     #[test]
     fn chunks_are_odd_and_as_long_as_the_kind_of_programs_allows() {
         for programs in [Programs::Independent, Programs::Synchronizing, Programs::Grouped { groups: 256 }] {
@@ -878,15 +842,22 @@ mod tests {
         }
     }
 
+    /// Whatever hands the programs out: one range per worker, one shared, or one per
+    /// worker's share of the groups (on the one-axis grids; a shared one on the others).
     #[test]
     fn lowest_fault_is_reported() {
-        for threads in [1, 2, 8] {
+        let kinds = [Programs::Independent, Programs::Synchronizing, Programs::Grouped { groups: 64 }];
+        for (threads, programs) in [1, 2, 8].into_iter().flat_map(|t| kinds.map(|k| (t, k))) {
             let p = pool(threads);
-            for grid in [[100, 1, 1], [10, 10, 1], [3, 4, 9]] {
+            for grid in [[100, 1, 1], [1000, 1, 1], [10, 10, 1], [3, 4, 9]] {
                 let n = grid.iter().product::<u32>() as usize;
                 let mut out = vec![u32::MAX; n];
                 let args = [pack_ptr(out.as_mut_ptr())];
-                let err = run(fault_on_sevens, grid, &args, &[Bounds::default()], 0, Some(&p)).unwrap_err();
+                // SAFETY: `fault_on_sevens` writes one element per program.
+                let err = unsafe {
+                    launch(fault_on_sevens, grid, &args, &[Bounds::default()], 0, programs, Some(&p))
+                }
+                .unwrap_err();
                 let pid = [7 % grid[0], 7 / grid[0] % grid[1], 7 / (grid[0] * grid[1])];
                 assert_eq!(
                     err,
