@@ -278,3 +278,55 @@ fn a_load_the_deferred_store_reads_is_checked_before_the_lock() {
         assert_eq!(deferred, kept, "Y short by {y_short}");
     }
 }
+
+/// A load before the lock that only the critical section uses (`z`, of an argument
+/// nothing writes, which the tiler would otherwise read again where it is used): a safe
+/// launch reads it, and checks its bounds, before taking the lock (found by review: with
+/// Z short, the fault happened with the lock held, with or without deferred stores).
+#[test]
+fn a_load_before_the_lock_used_only_after_it_is_checked_before() {
+    let src = r#"import triton
+import triton.language as tl
+
+@triton.jit
+def k(Z, P, Lock, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    z = tl.load(Z + row * N + i, mask=m, other=0.)
+    lock = Lock + row % 64
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    p = tl.load(P + (row % 64) * N + i, mask=m, other=0.)
+    tl.store(P + (row % 64) * N + i, p + z, mask=m)
+    tl.atomic_xchg(lock, 0)
+"#;
+    let (m, n) = (4usize, 40usize);
+    let sig = "*fp32,*fp32,*i32,i32,64";
+    for defer_stores in [true, false] {
+        let opts = lnc::CompileOptions { defer_stores, ..Default::default() };
+        let module = lnc::Jit::with_options(opts).module("early.py", src.to_string()).expect("parses");
+        let k = module.kernel("k", sig).unwrap_or_else(|e| panic!("{e}"));
+        let z = vec![1.0f32; m * n - 1];
+        let mut p = vec![0.0f32; 64 * n];
+        let mut locks = vec![0i32; 64];
+        let err = k.launch(m as u32, &lnc::args![&z, &mut p, &mut locks, n as i32]).expect_err("Z is short");
+        let text = err.to_string();
+        assert!(text.contains("`Z`") && text.contains("early.py:9:"), "{text}");
+        assert!(locks.iter().all(|&l| l == 0), "deferred {defer_stores}: a lock left held: {locks:?}");
+        // Whole, it computes the sums, unchecked too.
+        let z = vec![1.5f32; m * n];
+        for unchecked in [false, true] {
+            let mut p = vec![0.0f32; 64 * n];
+            let args = lnc::args![&z, &mut p, &mut locks, n as i32];
+            // SAFETY: every buffer has the length the kernel indexes.
+            let r = if unchecked {
+                unsafe { k.launch_unchecked(m as u32, &args) }
+            } else {
+                k.launch(m as u32, &args)
+            };
+            r.unwrap_or_else(|e| panic!("{e}"));
+            assert!(p[..m * n].iter().all(|&v| v == 1.5) && p[m * n..].iter().all(|&v| v == 0.0));
+        }
+    }
+}

@@ -36,10 +36,12 @@
 //! program that waits only for earlier ones never waits forever: the lowest program not
 //! done is always running (its range's worker ran everything before it there).
 //!
-//! Chunks are of odd length: with chunks of a
-//! power-of-two length, workers fall into step at distances that are multiples of the
-//! power-of-two group counts kernels hash program ids into (the seed backward's
-//! `row % GROUP_SIZE_M` locks), and then wait on the same lock every time.
+//! Chunks of the ranges above are of odd length: with chunks of a power-of-two length,
+//! workers fall into step at distances that are multiples of the power-of-two group
+//! counts kernels hash program ids into (the seed backward's `row % GROUP_SIZE_M` locks),
+//! and then wait on the same lock every time. (A range of groups splits each run of
+//! residues into chunks of even length instead: its workers meet only once one takes
+//! chunks of another's range.)
 //!
 //! How long a chunk may be depends on whether the programs interact ([`Programs`]).
 //! Independent programs take chunks of up to [`MAX_CHUNK`]: a core's prefetchers then

@@ -127,6 +127,9 @@ pub(crate) struct Sched {
     deferred: Vec<bir::Inst>,
     /// Loads of blocks defined in this region and not yet in scratch.
     live_loads: Vec<bir::Value>,
+    /// Blocks computed by the loop nests emitted at this region's level so far (each runs
+    /// whenever the region does).
+    evaluated: HashSet<bir::Value>,
 }
 
 /// Memory positions a sink reads or writes: the root argument and the pointer block.
@@ -560,8 +563,15 @@ impl<'a> Lowerer<'a> {
         out
     }
 
-    /// Before a write to `root` (`None`: to any argument), keeps in scratch every pending
-    /// load of it that a consumer other than `except` still needs.
+    /// Before a write to `root` (`None`: to any argument, an atomic), keeps in scratch every
+    /// pending load of it that a consumer other than `except` still needs.
+    ///
+    /// A load of an argument nothing writes is read again where it is needed instead
+    /// (`reloadable`), except in bounds-checked code before an atomic when no loop nest
+    /// of this region has read it yet: read first after the atomic (a spin lock's
+    /// acquire), an access out of bounds would fault with the lock held, which a later
+    /// launch on the same lock words would wait for forever. Kept in scratch, it is read
+    /// and checked before, where the source reads it (found by review).
     fn protect_live_loads(&mut self, root: Option<u32>, except: Option<bir::Inst>) -> Result<(), TileError> {
         let loads = std::mem::take(&mut self.cur().live_loads);
         let mut keep = Vec::new();
@@ -576,7 +586,9 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             let pending = self.uses.consumers(v).any(|c| !self.scheduled.contains(&c) && Some(c) != except);
-            if pending && !self.reloadable(v) {
+            if pending
+                && (!self.reloadable(v) || (root.is_none() && self.opts.check_deferred && !self.read_here(v)))
+            {
                 self.ensure_materialized(v)?;
             }
         }
@@ -584,6 +596,12 @@ impl<'a> Lowerer<'a> {
         keep.append(&mut s.live_loads);
         s.live_loads = keep;
         Ok(())
+    }
+
+    /// Whether a loop nest of the current region, emitted or open, computes `v`.
+    fn read_here(&self, v: bir::Value) -> bool {
+        let Some(s) = self.sched.last() else { return false };
+        s.evaluated.contains(&v) || s.group.as_ref().is_some_and(|g| self.dag_of(&g.sinks).0.contains(&v))
     }
 
     /// Makes sure `v` ends up in scratch: by the open group if it computes `v` anyway,
@@ -665,6 +683,7 @@ impl<'a> Lowerer<'a> {
         s.tainted.clear();
         if let Some(g) = group {
             let (values, _) = self.dag_of(&g.sinks);
+            self.cur().evaluated.extend(values.iter().copied());
             let mut results: Vec<bir::Value> = g
                 .sinks
                 .iter()

@@ -96,9 +96,12 @@ pub struct TileOptions {
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
-    /// A store moved by `defer_stores` leaves a copy that only checks its bounds where it
-    /// was: for bounds-checked code, which then faults where the source puts the store,
-    /// before the lock is taken. Code without checks has no use for it.
+    /// Tiling for bounds-checked code, where nothing may first be read or written after a
+    /// spin lock's acquire that the source reads or writes before it (an access out of
+    /// bounds would fault with the lock held): a store moved by `defer_stores` leaves a
+    /// copy that only checks its bounds where it was, and a load of an argument nothing
+    /// writes is kept in scratch before an atomic when nothing read it there yet (module
+    /// `fusion`). Code without checks has no use for either.
     pub check_deferred: bool,
 }
 
