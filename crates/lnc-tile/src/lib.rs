@@ -143,14 +143,6 @@ impl TileError {
     }
 }
 
-/// Whether [`TileOptions::defer_stores`] moves any store of `f` (module `defer`): when it
-/// does not, tiling with and without it gives the same loop IR.
-pub fn defers_stores(f: &lnc_bir::Function) -> bool {
-    let rewritten = carried::rewrite(f);
-    let f = rewritten.as_ref().unwrap_or(f);
-    provenance::analyze(f).is_ok_and(|prov| defer::run(f, &prov, false).is_some())
-}
-
 /// `G` when the programs of `f` use atomics (and volatile loads) only on locks chosen by
 /// `program_id(0) % G`, `G` a constant of 2 or more (the seed backward's `row %
 /// GROUP_SIZE_M`), each lock word touched by the programs of one residue only: programs

@@ -69,10 +69,10 @@ pub struct Kernel {
     unchecked: OnceLock<(lnc_clif::CompiledKernel, Option<Vec<lnc_lir::Site>>)>,
     /// How `unchecked` is compiled when first launched.
     unchecked_options: lnc_clif::CodegenOptions,
-    /// The tiling of `unchecked` when it may differ from `lir`'s: where stores are deferred
-    /// past spin locks (`CompileOptions::defer_stores`), without the checks they leave
-    /// behind for safe launches.
-    unchecked_tiling: Option<lnc_tile::TileOptions>,
+    /// The tiling of `unchecked`, used when it may differ from `lir`'s (a kernel with
+    /// atomics): without what safe launches need around spin locks
+    /// (`TileOptions::check_deferred`).
+    unchecked_tiling: lnc_tile::TileOptions,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
@@ -91,14 +91,12 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
         let Artifacts { tile_opts, bir, lir, code, timings, warnings } = arts;
-        // Whether deferring moves anything is found on the first unchecked launch, which
-        // compiles that code anyway: the safe launch's compile does not pay for it.
-        let unchecked_tiling = module
-            .jit
-            .inner
-            .options
-            .defer_stores
-            .then_some(lnc_tile::TileOptions { check_deferred: false, ..tile_opts });
+        // Tiled for checked code, a kernel with atomics may differ from its unchecked code:
+        // stores deferred past a lock leave checks behind, and loads read before an atomic
+        // are kept for after it (`TileOptions::check_deferred`). It is tiled again on the
+        // first unchecked launch, which compiles that code anyway: the safe launch's
+        // compile does not pay for it.
+        let unchecked_tiling = lnc_tile::TileOptions { check_deferred: false, ..tile_opts };
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let programs = programs_of(&bir, &lir, module.jit.inner.options.group_programs);
@@ -242,15 +240,13 @@ impl Kernel {
             let (code, sites) = match self.unchecked.get() {
                 Some(c) => c,
                 None => {
-                    let c =
-                        match self.unchecked_tiling.as_ref().filter(|_| lnc_tile::defers_stores(&self.bir)) {
-                            Some(o) => {
-                                let lir = lnc_tile::lower(&self.bir, o)
-                                    .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
-                                (pipeline::codegen(&lir, &self.unchecked_options)?, Some(lir.sites))
-                            }
-                            None => (pipeline::codegen(&self.lir, &self.unchecked_options)?, None),
-                        };
+                    let c = if self.programs != Programs::Independent {
+                        let lir = lnc_tile::lower(&self.bir, &self.unchecked_tiling)
+                            .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
+                        (pipeline::codegen(&lir, &self.unchecked_options)?, Some(lir.sites))
+                    } else {
+                        (pipeline::codegen(&self.lir, &self.unchecked_options)?, None)
+                    };
                     self.unchecked.get_or_init(|| c)
                 }
             };
