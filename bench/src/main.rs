@@ -109,6 +109,17 @@ impl Times {
     }
 }
 
+/// A variant's times and the median over repetitions of `ratio(variant, lnc)` within each
+/// repetition (pairing them cancels the drift of the machine's bandwidth between
+/// repetitions); `None` when the variant did not run.
+fn paired(variant: Vec<f64>, lnc: &[f64], ratio: fn(f64, f64) -> f64) -> Option<(Times, f64)> {
+    if variant.is_empty() {
+        return None;
+    }
+    let ratios = variant.iter().zip(lnc).map(|(&v, &a)| ratio(v, a)).collect();
+    Some((Times::of(variant), Times::of(ratios).median))
+}
+
 struct Row {
     n: usize,
     /// Compile time of the kernels this N needed that were not compiled yet in this sweep
@@ -416,12 +427,8 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
             tn.extend(narrow);
         }
     }
-    // Pairing each checked launch with the unchecked one of its repetition cancels the
-    // drift of the machine's bandwidth between repetitions.
-    let paired: Vec<f64> = tl.iter().zip(&tu).map(|(a, u)| a / u).collect();
-    let unchecked = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
-    let paired: Vec<f64> = tn.iter().zip(&tl).map(|(n, a)| n / a).collect();
-    let narrow = (!tn.is_empty()).then(|| (Times::of(tn), Times::of(paired).median));
+    let unchecked = paired(tu, &tl, |u, a| a / u);
+    let narrow = paired(tn, &tl, |n, a| n / a);
     Ok(Row {
         n,
         compile,
@@ -596,10 +603,8 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
             ta.extend(alone);
         }
     }
-    let paired: Vec<f64> = tu.iter().zip(&tl).map(|(u, a)| u / a).collect();
-    let undeferred = (!tu.is_empty()).then(|| (Times::of(tu), Times::of(paired).median));
-    let paired: Vec<f64> = tg.iter().zip(&tl).map(|(g, a)| g / a).collect();
-    let ungrouped = (!tg.is_empty()).then(|| (Times::of(tg), Times::of(paired).median));
+    let undeferred = paired(tu, &tl, |u, a| u / a);
+    let ungrouped = paired(tg, &tl, |g, a| g / a);
     Ok(Row {
         n,
         compile,

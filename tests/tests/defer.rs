@@ -16,7 +16,7 @@ const DX: &str = "_layer_norm_bwd_dx_fused";
 
 fn module(defer_stores: bool) -> lnc::Module {
     let opts = lnc::CompileOptions { defer_stores, ..Default::default() };
-    lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+    seed_module(&lnc::Jit::with_options(opts))
 }
 
 /// The dx kernel's outputs (dx, partial dw, partial db) as f64 ([`run_seed_dx`]).

@@ -10,7 +10,7 @@ use lnc_bir::interp::{self, ArgValue, Buffer};
 #[test]
 fn forward_layer_norm_jit_equals_interpreter() {
     let jit = common::diff::streaming_jit();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (64, 1024), (7, 4097)] {
         let block = n.next_power_of_two();

@@ -69,7 +69,7 @@ fn run_flow(
 #[test]
 fn forward_and_backward_match_float64_reference() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     // 4099 rows: the runtime's longest chunks of programs, on a pool of up to 4 threads.
     for (m, n) in [(1usize, 1usize), (3, 17), (151, 1000), (300, 1537), (64, 4097), (4099, 33)] {
@@ -96,14 +96,14 @@ fn forward_and_backward_match_float64_reference() {
 #[test]
 fn only_the_kernel_with_atomics_runs_as_synchronizing_programs() {
     let dx_sig = "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,256,1024";
-    let ungrouped =
-        lnc::Jit::with_options(lnc::CompileOptions { group_programs: false, ..Default::default() })
-            .module("triton_05_layer_norm.py", seed_source())
-            .expect("seed parses");
+    let ungrouped = seed_module(&lnc::Jit::with_options(lnc::CompileOptions {
+        group_programs: false,
+        ..Default::default()
+    }));
     let k = ungrouped.kernel("_layer_norm_bwd_dx_fused", dx_sig).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(k.programs(), lnc::Programs::Synchronizing);
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let programs =
         |name: &str, sig: &str| module.kernel(name, sig).unwrap_or_else(|e| panic!("{e}")).programs();
     assert_eq!(
@@ -132,7 +132,7 @@ fn backward_spin_lock_under_contention() {
     let (rdx, rdw, rdb) = backward_ref(&x, &w, &dy, n, eps as f64);
     for threads in [2usize, 8, 16] {
         let jit = base.with_threads(threads).expect("thread pool");
-        let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+        let module = seed_module(&jit);
         for rep in 0..8 {
             let (_, bwd) = run_flow(&module, &x, &w, &b, &dy, n, group, eps);
             let what = |v: &str| format!("{v} ({threads} threads, repetition {rep})");
@@ -158,7 +158,7 @@ fn the_group_schedule_gives_the_same_results() {
     let jit = |group_programs: bool| {
         lnc::Jit::with_options(lnc::CompileOptions { group_programs, ..Default::default() })
     };
-    let module = |jit: lnc::Jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = |jit: lnc::Jit| seed_module(&jit);
     let (dx_ref, _, _) = run_seed_dx(&module(jit(false)), &x, &dy, &w, n, group, false);
     // Partial sums in float64, from the same mean and rstd (the forward in float64).
     let mut pdw_ref = vec![0.0f64; group * n];

@@ -10,7 +10,7 @@ const SIZES: [(usize, usize); 5] = [(1, 1), (3, 17), (151, 1000), (64, 1024), (7
 #[test]
 fn forward_matches_float64_reference() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     for (m, n) in SIZES {
         let block = n.next_power_of_two();
@@ -221,7 +221,7 @@ fn fused_subs_keep_nan_bits() {
 fn row_stride_larger_than_n_leaves_padding_untouched() {
     // Rows padded to a stride of n + 5: the padding must keep its poison.
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     let (m, n, stride) = (9usize, 300usize, 305usize);
     let k = module
@@ -250,7 +250,7 @@ fn row_stride_larger_than_n_leaves_padding_untouched() {
 #[test]
 fn launch_errors_name_the_parameter() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).unwrap();
+    let module = seed_module(&jit);
     let k = module
         .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16")
         .unwrap();
@@ -285,7 +285,7 @@ fn launch_errors_name_the_parameter() {
 fn out_of_bounds_store_names_the_source_line() {
     // N says 16 but Y holds 15 elements: the masked store's last lane is out of bounds.
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).unwrap();
+    let module = seed_module(&jit);
     let k = module
         .kernel("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16")
         .unwrap();

@@ -129,7 +129,7 @@ fn abs_sums(x: &[f32], dy: &[f32], n: usize, eps: f64) -> (Vec<f64>, Vec<f64>) {
 
 fn check_against_float64<T: Half>() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     let u = T::U;
     let eps = 1e-5f32;
@@ -189,7 +189,7 @@ fn bf16_forward_and_backward_match_float64_reference() {
 /// on the same half-precision inputs.
 fn check_against_interpreter<T: Half>() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&jit);
     let mut rng = rng();
     let eps = 1e-5f32;
     for (m, n, group) in [(3usize, 17usize, 256usize), (20, 300, 8)] {
@@ -313,8 +313,7 @@ fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
     let opts = lnc::CompileOptions { verify: true, f16c: false, lanes: 8, wide: false, ..Default::default() };
     let with_rows = lnc::Jit::with_options(opts.clone());
     let tiles = lnc::Jit::with_options(lnc::CompileOptions { half_rows: false, ..opts });
-    let modules = [&with_rows, &tiles]
-        .map(|jit| jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses"));
+    let modules = [&with_rows, &tiles].map(seed_module);
     // Without F16C the plan converts rows: fp16 loads and stores, bf16 stores.
     let lir = |m: &lnc::Module, k: &str, sig: &str| {
         let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
@@ -339,7 +338,7 @@ fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
             f16c: false,
             ..Default::default()
         };
-        lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+        seed_module(&lnc::Jit::with_options(opts))
     };
     let modules = [module(0), module(u64::MAX)];
     let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
@@ -376,7 +375,7 @@ fn bf16_row_conversions_equal_tile_conversions() {
 fn fp16_f16c_conversions_equal_integer_conversions() {
     let module = |f16c| {
         let opts = lnc::CompileOptions { verify: true, f16c, stream_threshold: 0, ..Default::default() };
-        lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+        seed_module(&lnc::Jit::with_options(opts))
     };
     let modules = [module(true), module(false)];
     if lnc::converts_f16_natively() {

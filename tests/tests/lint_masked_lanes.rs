@@ -236,7 +236,7 @@ fn loops_branches_and_integers() {
 #[test]
 fn the_seed_kernels_do_not_warn() {
     let jit = lnc::Jit::new();
-    let module = jit.module("triton_05_layer_norm.py", seed_source()).unwrap();
+    let module = seed_module(&jit);
     for dtype in ["fp32", "fp16", "bf16"] {
         for block in [16, 1024, 4096] {
             let t = dtype;

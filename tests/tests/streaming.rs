@@ -10,7 +10,7 @@ const FWD: &str = "_layer_norm_fwd_fused";
 
 fn module_with(threshold: u64) -> lnc::Module {
     let opts = lnc::CompileOptions { stream_threshold: threshold, ..Default::default() };
-    lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+    seed_module(&lnc::Jit::with_options(opts))
 }
 
 /// Runs the forward with `Y` starting `shift` elements into its buffer; returns y, mean,
@@ -69,7 +69,7 @@ fn forward_streams_the_same_results_as_cached_stores() {
 #[test]
 fn the_default_threshold_keeps_small_launches_cached_and_streams_large_ones() {
     // Same bits either way; here only that both regimes run and agree with float64.
-    let module = lnc::Jit::new().module("triton_05_layer_norm.py", seed_source()).expect("seed parses");
+    let module = seed_module(&lnc::Jit::new());
     let mut rng = rng();
     let n = 2000usize;
     let rows_for_threshold = (lnc_clif::default_stream_threshold() / (n as u64 * 4) + 2) as usize;

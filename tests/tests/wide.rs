@@ -12,7 +12,7 @@ use half::{bf16, f16};
 /// streaming threshold (0: every aligned launch streams).
 fn module(wide: bool, threshold: u64) -> lnc::Module {
     let opts = lnc::CompileOptions { lanes: 8, wide, stream_threshold: threshold, ..Default::default() };
-    lnc::Jit::with_options(opts).module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+    seed_module(&lnc::Jit::with_options(opts))
 }
 
 fn bits<T: Float>(v: &[T]) -> Vec<u64> {

@@ -586,8 +586,7 @@ impl<'a> Lowerer<'a> {
                 continue;
             }
             let pending = self.uses.consumers(v).any(|c| !self.scheduled.contains(&c) && Some(c) != except);
-            if pending
-                && (!self.reloadable(v) || (root.is_none() && self.opts.check_deferred && !self.read_here(v)))
+            if pending && (!self.reloadable(v) || (root.is_none() && self.opts.checked && !self.read_here(v)))
             {
                 self.ensure_materialized(v)?;
             }

@@ -53,6 +53,7 @@ mod defer;
 mod emit;
 mod eval;
 mod fusion;
+mod locks;
 mod prefetch;
 mod provenance;
 mod rewrite;
@@ -102,7 +103,7 @@ pub struct TileOptions {
     /// copy that only checks its bounds where it was, and a load of an argument nothing
     /// writes is kept in scratch before an atomic when nothing read it there yet (module
     /// `fusion`). Code without checks has no use for either.
-    pub check_deferred: bool,
+    pub checked: bool,
 }
 
 impl Default for TileOptions {
@@ -117,7 +118,7 @@ impl Default for TileOptions {
             native_f16: false,
             native_bf16: false,
             defer_stores: true,
-            check_deferred: true,
+            checked: true,
         }
     }
 }
@@ -151,7 +152,7 @@ impl TileError {
 pub fn program_groups(f: &lnc_bir::Function) -> Option<i64> {
     let rewritten = carried::rewrite(f);
     let f = rewritten.as_ref().unwrap_or(f);
-    defer::program_groups(f, &provenance::analyze(f).ok()?)
+    locks::program_groups(f, &provenance::analyze(f).ok()?)
 }
 
 /// Lowers a specialized kernel from block IR to loop IR.
@@ -174,7 +175,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let f = rewritten.as_ref().unwrap_or(f);
     let prov = provenance::analyze(f)?;
     // Reordering keeps every value, so the provenance found holds for the result.
-    let deferred = if opts.defer_stores { defer::run(f, &prov, opts.check_deferred) } else { None };
+    let deferred = if opts.defer_stores { defer::run(f, &prov, opts.checked) } else { None };
     let f = deferred.as_ref().unwrap_or(f);
     if cfg!(debug_assertions)
         && deferred.is_some()

@@ -88,7 +88,7 @@ fn a_row_store_moves_past_the_acquire_of_one_of_many_locks() {
     assert!(y_stored_after_lock(LOCKED, SIG, true));
     assert!(!y_stored_after_lock(LOCKED, SIG, false));
     // Code without bounds checks has no use for the check left behind.
-    let unchecked = TileOptions { check_deferred: false, ..opts(true) };
+    let unchecked = TileOptions { checked: false, ..opts(true) };
     let text = lnc_lir::print_function(&tile_opts(&f, unchecked).expect("tiles"));
     assert!(!text.contains("check_only"), "{text}");
     // Constants added around the lock's index, in any grouping.

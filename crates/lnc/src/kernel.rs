@@ -71,7 +71,7 @@ pub struct Kernel {
     unchecked_options: lnc_clif::CodegenOptions,
     /// The tiling of `unchecked`, used when it may differ from `lir`'s (a kernel with
     /// atomics): without what safe launches need around spin locks
-    /// (`TileOptions::check_deferred`).
+    /// (`TileOptions::checked`).
     unchecked_tiling: lnc_tile::TileOptions,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -93,10 +93,10 @@ impl Kernel {
         let Artifacts { tile_opts, bir, lir, code, timings, warnings } = arts;
         // Tiled for checked code, a kernel with atomics may differ from its unchecked code:
         // stores deferred past a lock leave checks behind, and loads read before an atomic
-        // are kept for after it (`TileOptions::check_deferred`). It is tiled again on the
+        // are kept for after it (`TileOptions::checked`). It is tiled again on the
         // first unchecked launch, which compiles that code anyway: the safe launch's
         // compile does not pay for it.
-        let unchecked_tiling = lnc_tile::TileOptions { check_deferred: false, ..tile_opts };
+        let unchecked_tiling = lnc_tile::TileOptions { checked: false, ..tile_opts };
         let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let programs = programs_of(&bir, &lir, module.jit.inner.options.group_programs);

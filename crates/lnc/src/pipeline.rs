@@ -272,7 +272,7 @@ pub(crate) fn tile(
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
         native_bf16: opts.wide && opts.lanes == 8 && lnc_clif::computes_wide(),
         defer_stores: opts.defer_stores,
-        check_deferred: !unchecked,
+        checked: !unchecked,
         ..Default::default()
     };
     let lower = |o: &lnc_tile::TileOptions| {

@@ -13,6 +13,11 @@ pub fn seed_source() -> String {
     std::fs::read_to_string(SEED).expect("../shared/seeds/triton_05_layer_norm.py is beside the repository")
 }
 
+/// The seed file as a module of `jit`.
+pub fn seed_module(jit: &lnc::Jit) -> lnc::Module {
+    jit.module("triton_05_layer_norm.py", seed_source()).expect("seed parses")
+}
+
 /// A fresh random generator; its seed is printed so a failure can be replayed with
 /// `LNC_TEST_SEED=<seed>`.
 pub fn rng() -> rand::rngs::StdRng {

@@ -65,7 +65,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             native_f16: false,
             native_bf16: false,
             defer_stores: false,
-            check_deferred: false,
+            checked: false,
         },
     )
     .unwrap_or_else(|e| panic!("tiling failed: {e}"))
@@ -123,7 +123,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             native_f16: native,
             native_bf16: native,
             defer_stores: rows,
-            check_deferred: bounds,
+            checked: bounds,
         };
         let lf = tile_opts(f, opts).unwrap_or_else(|e| panic!("tiling failed: {e}"));
         let mut got = bufs.to_vec();
