@@ -75,6 +75,11 @@ struct Opts {
     /// no 256-bit loops), to measure what the 256-bit loops gain.
     #[arg(long)]
     no_wide: bool,
+    /// Compile lnc's fp16/bf16 kernels in 256-bit loops (8-lane tiles) instead of
+    /// 512-bit ones on a host with AVX-512 (`CompileOptions::lanes = 8`), to measure what
+    /// the 512-bit loops gain.
+    #[arg(long)]
+    no_zmm: bool,
     /// Compile lnc's kernels without moving stores past the spin lock that follows them
     /// (`CompileOptions::defer_stores = false`). Without it, the backward's table of what
     /// deferring gains times the dx kernel compiled both ways.
@@ -1188,10 +1193,22 @@ fn run(opts: Opts) -> Result<()> {
         ..Default::default()
     };
     let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
+    let compile_opts = if opts.no_zmm {
+        lnc::CompileOptions { lanes: compile_opts.lanes.min(8), ..compile_opts }
+    } else {
+        compile_opts
+    };
     if opts.no_wide {
         println!("compiled with 128-bit vectors only (--no-wide)");
     } else if compile_opts.wide && lnc::computes_wide() {
         println!("fp32 tile loops that qualify run in 256-bit vectors (AVX2), rewritten after Cranelift");
+        if compile_opts.lanes == 16 {
+            println!(
+                "fp16/bf16 kernels' tile loops that qualify run in 512-bit vectors (AVX-512), encoded again after Cranelift"
+            );
+        } else if opts.no_zmm && lnc::computes_zmm() {
+            println!("fp16/bf16 kernels compiled in 256-bit loops, not 512 (--no-zmm)");
+        }
     }
     if opts.no_defer_stores {
         println!("compiled without deferring stores past spin locks (--no-defer-stores)");

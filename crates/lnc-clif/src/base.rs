@@ -94,6 +94,13 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) f16c_rounds: bool,
     /// The loops emitted in wide parts (module `wide`).
     pub(crate) wide_loops: HashSet<lir::Inst>,
+    /// Lanes of one wide part: 8 (256-bit loops) or 16 (512-bit loops).
+    pub(crate) wide_per: u8,
+    /// The additions after the wide loop being emitted that its exit computes in wide
+    /// parts (`wide::exit_sums`).
+    pub(crate) exit_sums: Vec<lir::Inst>,
+    /// Instructions already emitted with an earlier one (those additions).
+    pub(crate) folded: HashSet<lir::Inst>,
     /// Emitting the body of one of them.
     pub(crate) in_wide: bool,
     /// Wide loops emitted so far.
@@ -156,12 +163,13 @@ pub(crate) fn codegen_fn(
     let entry = bcx.create_block();
     bcx.append_block_params_for_function_params(entry);
     let ranges = lir::ranges::Ranges::analyze(f);
+    let wide_per = opts.wide_per();
     let wide_loops = if opts.wide && crate::marks::isa_has(module.isa(), "has_avx2") {
-        crate::wide::loops(f, opts.f16c && crate::f16c::available(module.isa()))
+        crate::wide::loops(f, opts.f16c && crate::f16c::available(module.isa()), wide_per)
     } else {
         HashSet::new()
     };
-    let blocks = create_blocks(&mut bcx, f, &ranges, &wide_loops)?;
+    let blocks = create_blocks(&mut bcx, f, &ranges, &wide_loops, wide_per)?;
     bcx.switch_to_block(entry);
     let params = bcx.block_params(entry);
     let abi = [params[0], params[1], params[2], params[3]];
@@ -210,6 +218,9 @@ pub(crate) fn codegen_fn(
         f16c_rounds: false,
         only_stored: false,
         wide_loops,
+        wide_per,
+        exit_sums: Vec::new(),
+        folded: HashSet::new(),
         in_wide: false,
         wide_emitted: 0,
         wide_stores: 0,
@@ -250,7 +261,8 @@ pub(crate) fn codegen_fn(
     fx.bcx.finalize(config);
     // The scratch bytes a program needs.
     let scratch = if fx.wide_transfers > 0 {
-        (crate::wide::staging_offset(f) + crate::wide::STAGING_BYTES * i64::from(fx.wide_transfers)) as usize
+        (crate::wide::staging_offset(f) + crate::wide::staging_bytes(wide_per) * i64::from(fx.wide_transfers))
+            as usize
     } else if fx.f16c_rounds {
         f16c_round_offset(f) as usize + 16
     } else {
@@ -340,6 +352,7 @@ fn create_blocks(
     f: &lir::Function,
     ranges: &lir::ranges::Ranges,
     wide_loops: &HashSet<lir::Inst>,
+    wide_per: u8,
 ) -> Result<SecondaryMap<lir::Inst, Vec<Block>>, CodegenError> {
     let mut map = SecondaryMap::new();
     let mut err = None;
@@ -370,7 +383,8 @@ fn create_blocks(
         for tys in shapes {
             let b = bcx.create_block();
             for ty in tys {
-                let types = if wide { crate::wide::carried_types(ty) } else { value::canonical_types(ty) };
+                let types =
+                    if wide { crate::wide::carried_types(ty, wide_per) } else { value::canonical_types(ty) };
                 match types {
                     Ok(cl) => {
                         for t in cl {
@@ -443,8 +457,12 @@ fn codegen_insts(fx: &mut FunctionCx, insts: &[lir::Inst]) -> Result<Option<Exit
                     Exit::Condition(flag, vals[1..].to_vec())
                 }));
             }
+            _ if fx.folded.contains(&inst) => {}
             Opcode::For => {
                 chain::emit_run_checks(fx, insts, n)?;
+                if fx.wide_loops.contains(&inst) {
+                    fx.exit_sums = crate::wide::exit_sums(fx, insts, n);
+                }
                 codegen_inst(fx, inst)?
             }
             _ if fx.in_wide && data.results.iter().chain(&data.args).any(|&v| fx.f.ty(v).is_tile()) => {
@@ -1015,7 +1033,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
             match crate::wide::enter_splat(fx, ty, a)? {
                 Some(parts) => out.extend(parts),
                 // `wide::eligible`: only tiles that start as splats are carried.
-                None if crate::wide::wide_tile(ty) => {
+                None if crate::wide::wide_tile(ty, fx.wide_per) => {
                     return Err(CodegenError::InvalidIr(format!(
                         "{inst}: a wide loop carries {a}, not a splat"
                     )));
@@ -1087,24 +1105,35 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     for (v, c) in outer {
         fx.values[v] = c;
     }
-    let results = if wide {
+    if wide {
         fx.wide_consts.clear();
-        let params = fx.bcx.block_params(exit).to_vec();
-        let mut out = Vec::new();
-        let mut at = 0;
-        for &ty in &carried_tys {
-            let n = crate::wide::carried_types(ty)?.len();
-            let flat = crate::wide::leave(fx, ty, &params[at..at + n]);
-            out.push(value::from_flat(ty, &flat)?);
-            at += n;
+        let vals = wide_vals(fx, exit, 0, &carried_tys)?;
+        for (&r, v) in data.results.iter().zip(vals) {
+            fx.def(r, v);
+        }
+        let sums = std::mem::take(&mut fx.exit_sums);
+        let mut leaving: Vec<lir::Value> = data.results.clone();
+        for &s in &sums {
+            crate::wide::codegen_inst(fx, s)?;
+            let d = &f.insts[s];
+            leaving.retain(|v| !d.args.contains(v));
+            leaving.push(d.results[0]);
+            fx.folded.insert(s);
+        }
+        for v in leaving {
+            let ty = f.ty(v);
+            if let CVal::Tile(t) = fx.val(v)?
+                && crate::wide::wide_tile(ty, fx.wide_per)
+            {
+                let flat = crate::wide::leave(fx, ty, &t.parts);
+                fx.def(v, value::from_flat(ty, &flat)?);
+            }
         }
         fx.bcx.set_srcloc(srcloc);
-        out
     } else {
-        block_vals(fx, exit, 0, &carried_tys)?
-    };
-    for (&r, v) in data.results.iter().zip(results) {
-        fx.def(r, v);
+        for (&r, v) in data.results.iter().zip(block_vals(fx, exit, 0, &carried_tys)?) {
+            fx.def(r, v);
+        }
     }
     Ok(())
 }
@@ -1139,10 +1168,10 @@ fn wide_vals(fx: &FunctionCx, block: Block, skip: usize, tys: &[Ty]) -> Result<V
     let mut out = Vec::with_capacity(tys.len());
     let mut at = 0;
     for &ty in tys {
-        let n = crate::wide::carried_types(ty)?.len();
+        let n = crate::wide::carried_types(ty, fx.wide_per)?.len();
         let part = &params[at..at + n];
-        out.push(if crate::wide::wide_tile(ty) {
-            CVal::Tile(value::Tile { per: crate::wide::PER, parts: part.to_vec() })
+        out.push(if crate::wide::wide_tile(ty, fx.wide_per) {
+            CVal::Tile(value::Tile { per: fx.wide_per, parts: part.to_vec() })
         } else {
             value::from_flat(ty, part)?
         });
@@ -1156,7 +1185,7 @@ fn wide_args(fx: &mut FunctionCx, tys: &[Ty], vals: &[CVal]) -> Result<Vec<Value
     let mut out = Vec::new();
     for (&ty, v) in tys.iter().zip(vals) {
         match v {
-            CVal::Tile(t) if t.per == crate::wide::PER => out.extend(t.parts.iter().copied()),
+            CVal::Tile(t) if t.per == fx.wide_per => out.extend(t.parts.iter().copied()),
             _ => out.extend(value::to_canonical(&mut fx.bcx, ty, v)?),
         }
     }

@@ -224,7 +224,7 @@ fn convert(bcx: &mut FunctionBuilder, d: DType, h: Value, quiet: bool) -> Value 
 }
 
 /// The users of every loop-IR value (computed once).
-fn uses_of<'a>(fx: &'a mut FunctionCx) -> &'a HashMap<lir::Value, Vec<lir::Inst>> {
+pub(crate) fn uses_of<'a>(fx: &'a mut FunctionCx) -> &'a HashMap<lir::Value, Vec<lir::Inst>> {
     let f = fx.f;
     fx.uses.get_or_insert_with(|| {
         let mut uses: HashMap<lir::Value, Vec<lir::Inst>> = HashMap::new();

@@ -30,6 +30,7 @@
 
 mod base;
 mod chain;
+mod evex;
 mod f16c;
 mod half;
 mod helpers;
@@ -80,6 +81,13 @@ pub struct CodegenOptions {
     /// has AVX2: Cranelift emits them in 128-bit vectors and module `widen` rewrites
     /// them. The same bits either way. Default: on.
     pub wide: bool,
+    /// Compute the wide loops in 512-bit vectors when the host has AVX-512 (F, DQ, BW and
+    /// VL) and some loop has tiles of a multiple of 16 lanes (`lnc` tiles kernels with
+    /// `fp16`/`bf16` arguments so): a wide part is then 16 lanes, and only such loops
+    /// qualify. Module `evex` encodes the function
+    /// again; where that cannot be proven, the kernel is compiled in 256-bit loops. The
+    /// same bits either way. Default: off.
+    pub zmm: bool,
     /// Run Cranelift's verifier on the function before compiling it (a compiler bug in
     /// lnc's code generation is then an error, not whatever Cranelift makes of invalid IR).
     /// Default: in debug builds, as lnc's own verifiers (`lnc::CompileOptions::verify`);
@@ -96,8 +104,17 @@ impl Default for CodegenOptions {
             fused_subs: true,
             f16c: true,
             wide: true,
+            zmm: false,
             verify: cfg!(debug_assertions),
         }
+    }
+}
+
+impl CodegenOptions {
+    /// Lanes of one wide part: 16 with [`CodegenOptions::zmm`] on a host with AVX-512,
+    /// else 8.
+    pub(crate) fn wide_per(&self) -> u8 {
+        if self.zmm && computes_zmm() { wide::ZMM_PER } else { wide::YMM_PER }
     }
 }
 
@@ -214,10 +231,31 @@ pub fn computes_wide() -> bool {
     host_isa().is_ok_and(|isa| marks::isa_has(&*isa, "has_avx2"))
 }
 
-/// Whether some loop of `f` would be computed in 256-bit vectors on this host with
-/// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]).
-pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool) -> bool {
-    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively())
+/// Whether kernels compiled on this host compute the loops that qualify in 512-bit
+/// vectors with [`CodegenOptions::zmm`] (the host has AVX-512 F, DQ, BW and VL, module
+/// `evex`).
+pub fn computes_zmm() -> bool {
+    static ZMM: OnceLock<bool> = OnceLock::new();
+    *ZMM.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            computes_wide()
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
+/// Whether some loop of `f` would be computed in wide vectors on this host with
+/// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]), of parts of 16
+/// lanes when `zmm` ([`CodegenOptions::zmm`]), else of 8.
+pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool, zmm: bool) -> bool {
+    let per = if zmm && computes_zmm() { wide::ZMM_PER } else { wide::YMM_PER };
+    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively(), per)
 }
 
 /// The host ISA, built once: feature detection and flag parsing are not free and the
@@ -293,6 +331,11 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
 
 /// Compiles `f` for the host.
 pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledKernel, CodegenError> {
+    // Parts of 16 lanes only where some loop has tiles of a multiple of 16 lanes.
+    if opts.zmm && !(computes_zmm() && wide::any_loop(f, opts.f16c && converts_f16_natively(), wide::ZMM_PER))
+    {
+        return compile(f, &CodegenOptions { zmm: false, ..*opts });
+    }
     let Translated { mut module, id, mut ctx, scratch_bytes, wide_stores } = translate(f, opts)?;
     let clif = opts.emit_text.then(|| ctx.func.display().to_string());
     ctx.set_disasm(opts.emit_text);
@@ -316,18 +359,24 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         }
     }
     let spans: Vec<(usize, usize)> = spans.into_values().collect();
-    let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores) {
-        Ok(n) => n,
-        // The same kernel in 128-bit vectors (module `widen`).
-        Err(_) => return compile(f, &CodegenOptions { wide: false, ..*opts }),
-    };
-    let alignment = u64::from(compiled.buffer.alignment);
-    let relocs: Vec<_> = compiled
+    let mut relocs: Vec<_> = compiled
         .buffer
         .relocs()
         .iter()
         .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
         .collect();
+    let zmm = opts.wide_per() == wide::ZMM_PER;
+    let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
+    let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores, zmm, &mut offsets) {
+        Ok(n) => n,
+        // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`).
+        Err(_) if zmm => return compile(f, &CodegenOptions { zmm: false, ..*opts }),
+        Err(_) => return compile(f, &CodegenOptions { wide: false, ..*opts }),
+    };
+    for (r, o) in relocs.iter_mut().zip(offsets) {
+        r.offset = o;
+    }
+    let alignment = u64::from(compiled.buffer.alignment);
     module.define_function_bytes(id, alignment, &code, &relocs).map_err(cranelift_error)?;
     let text = clif.map(|clif| KernelText {
         clif,
@@ -342,7 +391,12 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     patched.streamed, patched.skipped
                 ));
             }
-            if ymm > 0 {
+            if ymm > 0 && zmm {
+                asm.push_str(&format!(
+                    "; {ymm} instructions of the 512-bit loops above are rewritten after Cranelift from \
+                     xmm to zmm (EVEX, the function encoded again; module evex)\n"
+                ));
+            } else if ymm > 0 {
                 asm.push_str(&format!(
                     "; {ymm} instructions of the 256-bit loops above are rewritten after Cranelift from \
                      xmm to ymm (VEX.L set; module widen)\n"

@@ -69,24 +69,28 @@ pub(crate) fn loop_of(loc: cranelift_codegen::ir::SourceLoc) -> Option<u32> {
     (!loc.is_default() && loc.bits() & 0xffff_0000 == SRCLOC).then_some(loc.bits() & 0xffff)
 }
 
-/// Lanes of one wide part.
-pub(crate) const PER: u8 = 8;
+/// Lanes of one wide part in 256-bit loops (module `widen` sets the `L` bit).
+pub(crate) const YMM_PER: u8 = 8;
+
+/// Lanes of one wide part in 512-bit loops (module `widen` re-encodes them with EVEX).
+pub(crate) const ZMM_PER: u8 = 16;
 
 /// The Cranelift type holding a wide part (its low half, as far as Cranelift knows).
 pub(crate) const PART: Type = types::F32X4;
 
-/// Whether `ty` is a tile a wide loop computes on: `fp32` lanes, a multiple of 8.
-pub(crate) fn wide_tile(ty: Ty) -> bool {
-    matches!(ty, Ty::Tile(DType::F32, lanes) if lanes % PER == 0)
+/// Whether `ty` is a tile a wide loop of parts of `per` lanes computes on: `fp32` lanes,
+/// a multiple of `per`.
+pub(crate) fn wide_tile(ty: Ty, per: u8) -> bool {
+    matches!(ty, Ty::Tile(DType::F32, lanes) if lanes % per == 0)
 }
 
 /// Whether `ty` is a tile a wide loop moves: [`wide_tile`], or `fp16` lanes (held in
 /// `f32`, converted by F16C when `f16c`), or half lanes in scratch (held in `f32` there).
-fn wide_storage(ty: Ty, f16c: bool, scratch: bool) -> bool {
+fn wide_storage(ty: Ty, f16c: bool, scratch: bool, per: u8) -> bool {
     match ty {
-        Ty::Tile(DType::F16, lanes) if f16c || scratch => lanes % PER == 0,
-        Ty::Tile(DType::BF16, lanes) if scratch => lanes % PER == 0,
-        _ => wide_tile(ty),
+        Ty::Tile(DType::F16, lanes) if f16c || scratch => lanes % per == 0,
+        Ty::Tile(DType::BF16, lanes) if scratch => lanes % per == 0,
+        _ => wide_tile(ty, per),
     }
 }
 
@@ -98,6 +102,7 @@ fn bf16_for_arithmetic(
     f: &lir::Function,
     uses: &std::collections::HashMap<lir::Value, Vec<lir::Inst>>,
     v: lir::Value,
+    per: u8,
 ) -> bool {
     let arithmetic = |r: lir::Value| {
         uses.get(&r).is_some_and(|us| {
@@ -106,40 +111,41 @@ fn bf16_for_arithmetic(
             })
         })
     };
-    matches!(f.ty(v), Ty::Tile(DType::BF16, lanes) if lanes % PER == 0)
+    matches!(f.ty(v), Ty::Tile(DType::BF16, lanes) if lanes % per == 0)
         && uses.get(&v).is_some_and(|us| {
             us.iter().all(|&u| {
                 let d = &f.insts[u];
                 d.opcode == Opcode::Cast
                     && d.results.len() == 1
-                    && wide_tile(f.ty(d.results[0]))
+                    && wide_tile(f.ty(d.results[0]), per)
                     && arithmetic(d.results[0])
             })
         })
 }
 
 /// Whether some loop of `f` is emitted with wide parts ([`loops`], stopping at the first).
-pub(crate) fn any_loop(f: &lir::Function, f16c: bool) -> bool {
+pub(crate) fn any_loop(f: &lir::Function, f16c: bool, per: u8) -> bool {
     let mut found = false;
-    f.walk(|i| found = found || (f.insts[i].opcode == Opcode::For && eligible(f, i, f16c)));
+    f.walk(|i| found = found || (f.insts[i].opcode == Opcode::For && eligible(f, i, f16c, per)));
     found
 }
 
-/// The loops of `f` emitted with wide parts; `f16c`: `fp16` tiles convert with F16C.
-pub(crate) fn loops(f: &lir::Function, f16c: bool) -> HashSet<lir::Inst> {
+/// The loops of `f` emitted with wide parts of `per` lanes; `f16c`: `fp16` tiles convert
+/// with F16C.
+pub(crate) fn loops(f: &lir::Function, f16c: bool, per: u8) -> HashSet<lir::Inst> {
     let mut out = HashSet::new();
     f.walk(|i| {
-        if f.insts[i].opcode == Opcode::For && eligible(f, i, f16c) {
+        if f.insts[i].opcode == Opcode::For && eligible(f, i, f16c, per) {
             out.insert(i);
         }
     });
     out
 }
 
-fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
+fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool, per: u8) -> bool {
     let data = &f.insts[l];
     let [region] = &data.regions[..] else { return false };
-    if !data.results.iter().all(|&r| !f.ty(r).is_tile() || wide_tile(f.ty(r))) {
+    if !data.results.iter().all(|&r| !f.ty(r).is_tile() || wide_tile(f.ty(r), per)) {
         return false;
     }
     // A carried tile enters as a broadcast when it starts as the splat of a scalar (an
@@ -174,11 +180,11 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
             let operands_ok = || {
                 d.args.iter().all(|&a| match f.ty(a) {
                     Ty::Scalar(DType::F32) => true,
-                    ty => wide_tile(ty) && Some(ty) == result,
+                    ty => wide_tile(ty, per) && Some(ty) == result,
                 })
             };
             let ok = match d.opcode {
-                Opcode::Yield => d.args.iter().all(|&a| !f.ty(a).is_tile() || wide_tile(f.ty(a))),
+                Opcode::Yield => d.args.iter().all(|&a| !f.ty(a).is_tile() || wide_tile(f.ty(a), per)),
                 Opcode::Load {
                     addr: Addressing::Contiguous,
                     has_mask: false,
@@ -186,21 +192,21 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
                     volatile: false,
                     ..
                 } => {
-                    result.is_some_and(|t| wide_storage(t, f16c, false))
-                        || d.results.first().is_some_and(|&r| bf16_for_arithmetic(f, &uses, r))
+                    result.is_some_and(|t| wide_storage(t, f16c, false, per))
+                        || d.results.first().is_some_and(|&r| bf16_for_arithmetic(f, &uses, r, per))
                 }
                 Opcode::Store { addr: Addressing::Contiguous, has_mask: false, .. } => {
-                    d.args.get(2).is_some_and(|&v| wide_storage(f.ty(v), f16c, false))
+                    d.args.get(2).is_some_and(|&v| wide_storage(f.ty(v), f16c, false, per))
                 }
-                Opcode::ScratchLoad(_) => result.is_some_and(|t| wide_storage(t, f16c, true)),
-                Opcode::ScratchStore(_) => d.args.get(1).is_some_and(|&v| wide_tile(f.ty(v))),
+                Opcode::ScratchLoad(_) => result.is_some_and(|t| wide_storage(t, f16c, true, per)),
+                Opcode::ScratchStore(_) => d.args.get(1).is_some_and(|&v| wide_tile(f.ty(v), per)),
                 Opcode::Cast => match (f.ty(d.args[0]), result) {
                     // Half lanes are held in `f32`: widening them is exact.
                     (Ty::Tile(DType::F16 | DType::BF16, n), Some(Ty::Tile(DType::F32, m))) => {
-                        n == m && n % PER == 0
+                        n == m && n % per == 0
                     }
                     // Rounding to `fp16` is left to the F16C stores that alone use it.
-                    (a, Some(Ty::Tile(DType::F16, m))) if f16c && wide_tile(a) && a.lanes() == m => {
+                    (a, Some(Ty::Tile(DType::F16, m))) if f16c && wide_tile(a, per) && a.lanes() == m => {
                         let stored = |&u: &lir::Inst| {
                             let s = &f.insts[u];
                             matches!(s.opcode, Opcode::Store { .. })
@@ -211,10 +217,12 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
                     }
                     _ => false,
                 },
-                Opcode::Splat => result.is_some_and(wide_tile) && f.ty(d.args[0]) == Ty::Scalar(DType::F32),
+                Opcode::Splat => {
+                    result.is_some_and(|t| wide_tile(t, per)) && f.ty(d.args[0]) == Ty::Scalar(DType::F32)
+                }
                 Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
                 | Opcode::Fma
-                | Opcode::Unary(UnOp::Sqrt) => result.is_some_and(wide_tile) && operands_ok(),
+                | Opcode::Unary(UnOp::Sqrt) => result.is_some_and(|t| wide_tile(t, per)) && operands_ok(),
                 _ => false,
             };
             if !ok || d.args.iter().any(|&a| f.ty(a).is_tile() && !inside.contains(&a)) {
@@ -226,11 +234,41 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool) -> bool {
     tiles
 }
 
-/// Whether the streaming stores of wide loop `l` write 32-byte aligned vectors from its
-/// first iteration (`lb`) on: the first one's address is, and the others' offsets differ
-/// from it by multiples of 32 bytes. False when that cannot be told from the loop.
+/// The additions right after the wide loop `insts[n]` that sum its results pairwise,
+/// each operand used by that addition alone: lnc-tile's `accum` combines the
+/// accumulators of an unrolled reduction so. Emitted in wide parts at the loop's exit
+/// (`base::codegen_for`), one tile leaves the loop instead of one per accumulator: with
+/// 16-lane tiles, four accumulators left in sixteen `xmm` registers, and Cranelift
+/// spilled inside the loop to make room for them.
+pub(crate) fn exit_sums(fx: &mut FunctionCx, insts: &[lir::Inst], n: usize) -> Vec<lir::Inst> {
+    let f = fx.f;
+    let per = fx.wide_per;
+    let mut live: HashSet<lir::Value> =
+        f.insts[insts[n]].results.iter().copied().filter(|&r| wide_tile(f.ty(r), per)).collect();
+    let uses = crate::half::uses_of(fx);
+    let mut out = Vec::new();
+    for &i in &insts[n + 1..] {
+        let d = &f.insts[i];
+        let single = |a: &lir::Value| live.contains(a) && uses.get(a).is_some_and(|u| u.len() == 1);
+        if d.opcode != Opcode::Binary(BinOp::Add) || d.args[0] == d.args[1] || !d.args.iter().all(single) {
+            break;
+        }
+        for a in &d.args {
+            live.remove(a);
+        }
+        live.insert(d.results[0]);
+        out.push(i);
+    }
+    out
+}
+
+/// Whether the streaming stores of wide loop `l` write vectors aligned to their size (32
+/// or 64 bytes) from its first iteration (`lb`) on: the first one's address is, and the
+/// others' offsets differ from it by multiples of that size. False when that cannot be
+/// told from the loop.
 pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> Result<Value, CodegenError> {
     let f = fx.f;
+    let bytes = 4 * i64::from(fx.wide_per);
     let region = &f.insts[l].regions[0];
     let iv = region.args[0];
     // The constant each streaming store's offset adds to the index.
@@ -259,7 +297,7 @@ pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> R
         }
         let size = i64::from(f.ty(d.args[2]).dtype().size());
         match shift(d.args[1]) {
-            Some(k) if (k * size) % 32 == 0 => first = first.or(Some((d.args[0], size))),
+            Some(k) if (k * size) % bytes == 0 => first = first.or(Some((d.args[0], size))),
             _ => all = false,
         }
     }
@@ -270,14 +308,15 @@ pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> R
     let lb = crate::num::int_to_i64(&mut fx.bcx, f.ty(iv).dtype(), lb);
     let at = fx.bcx.ins().imul_imm_s(lb, size);
     let at = fx.bcx.ins().iadd(base, at);
-    let low = fx.bcx.ins().band_imm_u(at, 31);
+    let low = fx.bcx.ins().band_imm_u(at, bytes - 1);
     Ok(fx.bcx.ins().icmp_imm_u(cranelift_codegen::ir::condcodes::IntCC::Equal, low, 0))
 }
 
-/// The Cranelift types of a carried value of type `ty` in a wide loop.
-pub(crate) fn carried_types(ty: Ty) -> Result<Vec<Type>, CodegenError> {
+/// The Cranelift types of a carried value of type `ty` in a wide loop of parts of `per`
+/// lanes.
+pub(crate) fn carried_types(ty: Ty, per: u8) -> Result<Vec<Type>, CodegenError> {
     match ty {
-        Ty::Tile(_, lanes) if wide_tile(ty) => Ok(vec![PART; (lanes / PER) as usize]),
+        Ty::Tile(_, lanes) if wide_tile(ty, per) => Ok(vec![PART; (lanes / per) as usize]),
         _ => crate::value::canonical_types(ty),
     }
 }
@@ -302,9 +341,9 @@ fn widen_bf16(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
     fx.bcx.ins().bitcast(PART, crate::value::bitcast_flags(), bits)
 }
 
-/// Where the program's scratch area holds the 32 bytes through which one tile enters or
-/// leaves a wide loop: after the buffers and the `fp16` rounding bytes
-/// (`base::f16c_round_offset`), 32 bytes for each such transfer. A stack slot would not
+/// Where the program's scratch area holds the bytes of one wide part (32 or 64) through
+/// which one tile enters or leaves a wide loop: after the buffers and the `fp16`
+/// rounding bytes (`base::f16c_round_offset`), [`staging_bytes`] for each such transfer. A stack slot would not
 /// do: Cranelift addresses it from the stack pointer, and such accesses keep no trap
 /// code. Nor would 32 bytes for all: Cranelift drops a store that a later one overwrites
 /// unread (the unused high half of a loop's result), and a dropped marked store cannot be
@@ -313,11 +352,13 @@ pub(crate) fn staging_offset(f: &lir::Function) -> i64 {
     crate::base::f16c_round_offset(f) + 16
 }
 
-/// Bytes of one transfer.
-pub(crate) const STAGING_BYTES: i64 = 32;
+/// Bytes of one transfer: a wide part of `per` lanes.
+pub(crate) fn staging_bytes(per: u8) -> i64 {
+    4 * i64::from(per)
+}
 
 fn slot_address(fx: &mut FunctionCx) -> Value {
-    let offset = staging_offset(fx.f) + STAGING_BYTES * i64::from(fx.wide_transfers);
+    let offset = staging_offset(fx.f) + staging_bytes(fx.wide_per) * i64::from(fx.wide_transfers);
     fx.wide_transfers += 1;
     crate::memory::scratch_at(fx, offset)
 }
@@ -335,14 +376,14 @@ pub(crate) fn enter_splat(
 ) -> Result<Option<Vec<Value>>, CodegenError> {
     let f = fx.f;
     let lir::ValueDef::Result(i, _) = f.values[v].def else { return Ok(None) };
-    if !wide_tile(ty)
+    if !wide_tile(ty, fx.wide_per)
         || f.insts[i].opcode != Opcode::Splat
         || f.ty(f.insts[i].args[0]) != Ty::Scalar(DType::F32)
     {
         return Ok(None);
     }
     let s = fx.scalar(f.insts[i].args[0])?;
-    Ok(Some((0..ty.lanes() / PER).map(|_| broadcast_from_scratch(fx, s)).collect()))
+    Ok(Some((0..ty.lanes() / fx.wide_per).map(|_| broadcast_from_scratch(fx, s)).collect()))
 }
 
 /// A wide part holding the `f32` scalar `s` in every lane: stored into bytes of scratch
@@ -358,16 +399,19 @@ fn broadcast_from_scratch(fx: &mut FunctionCx, s: Value) -> Value {
 
 /// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with.
 pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> {
-    if !wide_tile(ty) {
+    let per = fx.wide_per;
+    if !wide_tile(ty, per) {
         return parts.to_vec();
     }
-    let mut out = Vec::with_capacity(parts.len() * 2);
+    let mut out = Vec::with_capacity(parts.len() * usize::from(per / 4));
     for &w in parts {
         let at = slot_address(fx);
         fx.bcx.ins().store(marked(STORE_MARK), w, at, 0);
         fx.wide_stores += 1;
         out.push(w);
-        out.push(fx.bcx.ins().load(PART, data_flags(), at, 16));
+        for k in 1..i32::from(per / 4) {
+            out.push(fx.bcx.ins().load(PART, data_flags(), at, 16 * k));
+        }
     }
     out
 }
@@ -376,7 +420,7 @@ pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> 
 /// broadcast.
 fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>, CodegenError> {
     match fx.val(v)? {
-        CVal::Tile(t) if t.per == PER => Ok(t.parts),
+        CVal::Tile(t) if t.per == fx.wide_per => Ok(t.parts),
         CVal::Tile(_) => {
             Err(CodegenError::InvalidIr(format!("{v}: a tile of a wide loop not in wide parts")))
         }
@@ -441,7 +485,10 @@ fn contiguous_address(
 pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError> {
     let f = fx.f;
     let data = &f.insts[inst];
-    let count = |ty: Ty| (ty.lanes() / PER) as usize;
+    let per = fx.wide_per;
+    let count = |ty: Ty| (ty.lanes() / per) as usize;
+    // Bytes of one wide part in memory: `per` lanes of `f32`, or of halves.
+    let (full, half) = (4 * i32::from(per), 2 * i32::from(per));
     let invalid = || CodegenError::InvalidIr(format!("{inst}: not an instruction of a wide loop"));
     let result = data.results.first().copied();
     let out = match data.opcode {
@@ -451,9 +498,9 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             let mut out = Vec::with_capacity(count(ty));
             for j in 0..count(ty) as i32 {
                 out.push(match ty.dtype() {
-                    DType::F16 => crate::f16c::widen_wide(fx, at, disp + j * 16),
-                    DType::BF16 => widen_bf16(fx, at, disp + j * 16),
-                    _ => load_part(fx, at, disp + j * 32),
+                    DType::F16 => crate::f16c::widen_wide(fx, at, disp + j * half),
+                    DType::BF16 => widen_bf16(fx, at, disp + j * half),
+                    _ => load_part(fx, at, disp + j * full),
                 });
             }
             out
@@ -470,9 +517,9 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             for (j, &v) in vals.iter().enumerate() {
                 fx.wide_stores += 1;
                 if ty.dtype() == DType::F16 {
-                    crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * 16);
+                    crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * half);
                 } else {
-                    fx.bcx.ins().store(marked(mark), v, at, disp + j as i32 * 32);
+                    fx.bcx.ins().store(marked(mark), v, at, disp + j as i32 * full);
                 }
             }
             return Ok(());
@@ -480,7 +527,7 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
         Opcode::ScratchLoad(slot) => {
             let ty = f.ty(result.ok_or_else(invalid)?);
             let ((at, disp), _) = memory::scratch_address(fx, slot, data.args[0])?;
-            (0..count(ty) as i32).map(|j| load_part(fx, at, disp + j * 32)).collect()
+            (0..count(ty) as i32).map(|j| load_part(fx, at, disp + j * full)).collect()
         }
         Opcode::ScratchStore(slot) => {
             let ty = f.ty(data.args[1]);
@@ -488,7 +535,7 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             let ((at, disp), _) = memory::scratch_address(fx, slot, data.args[0])?;
             for (j, &v) in vals.iter().enumerate() {
                 fx.wide_stores += 1;
-                fx.bcx.ins().store(marked(STORE_MARK), v, at, disp + j as i32 * 32);
+                fx.bcx.ins().store(marked(STORE_MARK), v, at, disp + j as i32 * full);
             }
             return Ok(());
         }
@@ -528,6 +575,6 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
         _ => return Err(invalid()),
     };
     let r = result.ok_or_else(invalid)?;
-    fx.def(r, CVal::Tile(Tile { per: PER, parts: out }));
+    fx.def(r, CVal::Tile(Tile { per, parts: out }));
     Ok(())
 }

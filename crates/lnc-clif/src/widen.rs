@@ -111,13 +111,16 @@ struct Decoded {
 }
 
 /// Widens the wide loops of `code` (trap records `traps`; `spans`: the code ranges of
-/// wide loops; `emitted`: the marked stores code generation emitted). Returns the
-/// number of instructions widened.
+/// wide loops; `emitted`: the marked stores code generation emitted) to 256 bits, or to
+/// 512 when `zmm` (module `evex`: the code is encoded again, and `relocs`, the offsets of
+/// its relocations, move with it). Returns the number of instructions widened.
 pub(crate) fn patch(
-    code: &mut [u8],
+    code: &mut Vec<u8>,
     traps: &[MachTrap],
     spans: &[(usize, usize)],
     emitted: u32,
+    zmm: bool,
+    relocs: &mut [u32],
 ) -> Result<u32, Unproven> {
     let marks: Vec<(usize, u8)> = traps
         .iter()
@@ -147,12 +150,12 @@ pub(crate) fn patch(
         let i = index.get(at).copied().filter(|&i| i != NONE);
         let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
         let d = &mut insts[i];
-        d.kind = marked_kind(code, &d.ins, m)
+        d.kind = marked_kind(code, &d.ins, m, zmm)
             .ok_or_else(|| Unproven(format!("marked instruction at {at:#x} is {:?}", d.ins.code())))?;
     }
     let in_span = |at: usize| spans.iter().any(|&(s, e)| (s..e).contains(&at));
     for d in insts.iter_mut().filter(|d| d.kind == Kind::Other && in_span(d.at)) {
-        d.kind = unmarked_kind(code, &d.ins);
+        d.kind = unmarked_kind(code, &d.ins, zmm);
     }
     let states = analyze(&insts);
     for (d, &state) in insts.iter().zip(&states) {
@@ -168,6 +171,16 @@ pub(crate) fn patch(
                 )));
             }
         }
+    }
+    if zmm {
+        let widened: Vec<Option<Instruction>> = insts
+            .iter()
+            .map(|d| if d.kind == Kind::Other { None } else { crate::evex::to_zmm(&d.ins) })
+            .collect();
+        let count = widened.iter().filter(|w| w.is_some()).count() as u32;
+        let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
+        *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
+        return Ok(count);
     }
     let mut count = 0;
     for d in &insts {
@@ -236,8 +249,9 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
     Ok((insts, index))
 }
 
-/// The kind of the instruction `ins` marked `mark`, if it is one this module widens.
-fn marked_kind(code: &[u8], ins: &Instruction, mark: u8) -> Option<Kind> {
+/// The kind of the instruction `ins` marked `mark`, if it is one this module widens (to
+/// 512 bits when `zmm`).
+fn marked_kind(code: &[u8], ins: &Instruction, mark: u8, zmm: bool) -> Option<Kind> {
     let (kind, wanted): (Kind, &[Mnemonic]) = match mark {
         // Unaligned moves only: widened, an aligned one would want 32-byte alignment.
         LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),
@@ -249,17 +263,31 @@ fn marked_kind(code: &[u8], ins: &Instruction, mark: u8) -> Option<Kind> {
     };
     let memory_operand = (0..ins.op_count()).position(|k| ins.op_kind(k) == OpKind::Memory)?;
     let memory_ok = (kind == Kind::Load) == (memory_operand == 1);
-    (wanted.contains(&ins.mnemonic()) && memory_ok && widens(code, ins, None)).then_some(kind)
+    let widens = |keep| {
+        if zmm {
+            ins.encoding() == EncodingKind::VEX && crate::evex::to_zmm(ins).is_some()
+        } else {
+            widens(code, ins, keep)
+        }
+    };
+    (wanted.contains(&ins.mnemonic()) && memory_ok && widens(None)).then_some(kind)
 }
 
-/// The kind of an unmarked instruction inside a wide loop.
-fn unmarked_kind(code: &[u8], ins: &Instruction) -> Kind {
+/// The kind of an unmarked instruction inside a wide loop (of 512 bits when `zmm`).
+fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
+    let widens = |keep| {
+        if zmm {
+            ins.encoding() == EncodingKind::VEX && crate::evex::to_zmm(ins).is_some()
+        } else {
+            widens(code, ins, keep)
+        }
+    };
     let registers_only =
         (0..ins.op_count()).all(|k| matches!(ins.op_kind(k), OpKind::Register | OpKind::Immediate8));
-    if LANE_WISE.contains(&ins.mnemonic()) && registers_only && widens(code, ins, None) {
+    if LANE_WISE.contains(&ins.mnemonic()) && registers_only && widens(None) {
         return Kind::LaneWise;
     }
-    if ins.mnemonic() == Mnemonic::Vbroadcastss && ins.op_register(0).is_xmm() && widens(code, ins, Some(1)) {
+    if ins.mnemonic() == Mnemonic::Vbroadcastss && ins.op_register(0).is_xmm() && widens(Some(1)) {
         return Kind::Broadcast;
     }
     Kind::Other
@@ -428,7 +456,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, emitted);
+        let r = patch(&mut code, &traps, &spans, emitted, false, &mut []);
         (code, r)
     }
 
@@ -470,6 +498,38 @@ mod tests {
         let zero: &[u8] = &[0xc5, 0xf8, 0x57, 0xc0];
         let (_, r) = run(&[(zero, None), (STORE, Some(STORE_MARK)), (RET, None)], true, 1);
         assert_eq!(r, Ok(2));
+    }
+
+    #[test]
+    fn widens_to_512_bits_in_evex_forms() {
+        let mut code = Vec::new();
+        let mut traps = Vec::new();
+        for (bytes, mark) in [(LOAD, Some(LOAD_MARK)), (ADD, None), (STORE, Some(STORE_MARK)), (RET, None)] {
+            if let Some(m) = mark {
+                traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
+            }
+            code.extend_from_slice(bytes);
+        }
+        let spans = vec![(0, code.len())];
+        assert_eq!(patch(&mut code, &traps, &spans, 1, true, &mut []), Ok(3));
+        let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+        let got: Vec<String> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
+            .take(4)
+            .map(|i| format!("{:?} {:?}", i.code(), i.op0_register()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "EVEX_Vmovdqu32_zmm_k1z_zmmm512 ZMM0",
+                "EVEX_Vaddps_zmm_k1z_zmm_zmmm512b32_er ZMM0",
+                "EVEX_Vmovups_zmmm512_k1z_zmm None",
+                "Retnq None",
+            ]
+        );
+        // Refused the same way as in 256 bits: a store of an unmarked load.
+        let mut code = [LOAD, ADD, STORE, RET].concat();
+        let traps = [MachTrap { offset: 8, code: TrapCode::user(STORE_MARK).expect("nonzero") }];
+        assert!(patch(&mut code, &traps, &[(0, 13)], 1, true, &mut []).is_err());
     }
 
     #[test]

@@ -249,11 +249,12 @@ const NATIVE: CodegenOptions = CodegenOptions {
     fused_subs: true,
     f16c: true,
     wide: true,
+    zmm: true,
     verify: true,
 };
 
 /// Checked, integer conversions and 128-bit vectors only.
-const PLAIN: CodegenOptions = CodegenOptions { f16c: false, wide: false, ..NATIVE };
+const PLAIN: CodegenOptions = CodegenOptions { f16c: false, wide: false, zmm: false, ..NATIVE };
 
 /// A pointer argument slot and its bounds.
 pub fn slot<T>(buf: &mut [T]) -> (u64, Bounds) {

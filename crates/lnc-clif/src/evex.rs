@@ -1,0 +1,298 @@
+//! 512-bit wide loops: the EVEX forms of the instructions module `widen` widens, and the
+//! re-encoding of a whole function with them.
+//!
+//! Setting the `L` bit of a VEX prefix makes an `xmm` instruction a `ymm` one of the
+//! same length, in place. There is no such bit for `zmm`: a 512-bit instruction needs
+//! the four-byte EVEX prefix, and a displacement that fitted in a byte may not fit in
+//! EVEX's compressed one (scaled by the operand's size). So the function is decoded,
+//! the widened instructions replaced by their EVEX forms (iced's encoder), every other
+//! instruction moved by the growth in front of it, and the branches and RIP-relative
+//! operands encoded again, in the same form, for their new places. What is not code
+//! (Cranelift's constants after it) moves as a block and keeps its offset modulo 64. The
+//! offsets of relocations move with the instructions holding them.
+//!
+//! On Zen 5 a `zmm` instruction issues as one, at the rate of a `ymm` one: the seed
+//! forward's passes over a row take half the instructions of 256-bit code.
+
+use iced_x86::{Code, Encoder, Instruction, Mnemonic, OpKind, Register};
+
+use crate::widen::Unproven;
+
+/// The EVEX form on `zmm` registers of the VEX form on `xmm` registers `c`, for the
+/// instructions module `widen` widens. `None` for the others: the comparisons and blends,
+/// whose EVEX forms write mask registers instead of vectors, among them.
+pub(crate) fn zmm_code(c: Code) -> Option<Code> {
+    use Code::*;
+    Some(match c {
+        VEX_Vaddps_xmm_xmm_xmmm128 => EVEX_Vaddps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vsubps_xmm_xmm_xmmm128 => EVEX_Vsubps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vmulps_xmm_xmm_xmmm128 => EVEX_Vmulps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vdivps_xmm_xmm_xmmm128 => EVEX_Vdivps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vsqrtps_xmm_xmmm128 => EVEX_Vsqrtps_zmm_k1z_zmmm512b32_er,
+        VEX_Vminps_xmm_xmm_xmmm128 => EVEX_Vminps_zmm_k1z_zmm_zmmm512b32_sae,
+        VEX_Vmaxps_xmm_xmm_xmmm128 => EVEX_Vmaxps_zmm_k1z_zmm_zmmm512b32_sae,
+        VEX_Vandps_xmm_xmm_xmmm128 => EVEX_Vandps_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vandnps_xmm_xmm_xmmm128 => EVEX_Vandnps_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vorps_xmm_xmm_xmmm128 => EVEX_Vorps_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vxorps_xmm_xmm_xmmm128 => EVEX_Vxorps_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vfmadd132ps_xmm_xmm_xmmm128 => EVEX_Vfmadd132ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfmadd213ps_xmm_xmm_xmmm128 => EVEX_Vfmadd213ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfmadd231ps_xmm_xmm_xmmm128 => EVEX_Vfmadd231ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfmsub132ps_xmm_xmm_xmmm128 => EVEX_Vfmsub132ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfmsub213ps_xmm_xmm_xmmm128 => EVEX_Vfmsub213ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfmsub231ps_xmm_xmm_xmmm128 => EVEX_Vfmsub231ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmadd132ps_xmm_xmm_xmmm128 => EVEX_Vfnmadd132ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmadd213ps_xmm_xmm_xmmm128 => EVEX_Vfnmadd213ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmadd231ps_xmm_xmm_xmmm128 => EVEX_Vfnmadd231ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmsub132ps_xmm_xmm_xmmm128 => EVEX_Vfnmsub132ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmsub213ps_xmm_xmm_xmmm128 => EVEX_Vfnmsub213ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vfnmsub231ps_xmm_xmm_xmmm128 => EVEX_Vfnmsub231ps_zmm_k1z_zmm_zmmm512b32_er,
+        VEX_Vmovaps_xmm_xmmm128 => EVEX_Vmovaps_zmm_k1z_zmmm512,
+        VEX_Vmovaps_xmmm128_xmm => EVEX_Vmovaps_zmmm512_k1z_zmm,
+        VEX_Vmovups_xmm_xmmm128 => EVEX_Vmovups_zmm_k1z_zmmm512,
+        VEX_Vmovups_xmmm128_xmm => EVEX_Vmovups_zmmm512_k1z_zmm,
+        VEX_Vmovdqa_xmm_xmmm128 => EVEX_Vmovdqa32_zmm_k1z_zmmm512,
+        VEX_Vmovdqa_xmmm128_xmm => EVEX_Vmovdqa32_zmmm512_k1z_zmm,
+        VEX_Vmovdqu_xmm_xmmm128 => EVEX_Vmovdqu32_zmm_k1z_zmmm512,
+        VEX_Vmovdqu_xmmm128_xmm => EVEX_Vmovdqu32_zmmm512_k1z_zmm,
+        VEX_Vpand_xmm_xmm_xmmm128 => EVEX_Vpandd_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpandn_xmm_xmm_xmmm128 => EVEX_Vpandnd_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpor_xmm_xmm_xmmm128 => EVEX_Vpord_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpxor_xmm_xmm_xmmm128 => EVEX_Vpxord_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpaddd_xmm_xmm_xmmm128 => EVEX_Vpaddd_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpsubd_xmm_xmm_xmmm128 => EVEX_Vpsubd_zmm_k1z_zmm_zmmm512b32,
+        VEX_Vpslld_xmm_xmm_imm8 => EVEX_Vpslld_zmm_k1z_zmmm512b32_imm8,
+        VEX_Vcvtdq2ps_xmm_xmmm128 => EVEX_Vcvtdq2ps_zmm_k1z_zmmm512b32_er,
+        VEX_Vcvttps2dq_xmm_xmmm128 => EVEX_Vcvttps2dq_zmm_k1z_zmmm512b32_sae,
+        // The source stays a scalar: an `xmm` register or 32 bits of memory.
+        VEX_Vbroadcastss_xmm_xmm | VEX_Vbroadcastss_xmm_m32 => EVEX_Vbroadcastss_zmm_k1z_xmmm32,
+        // Sixteen halves: 32 bytes of memory, once 8.
+        VEX_Vcvtph2ps_xmm_xmmm64 => EVEX_Vcvtph2ps_zmm_k1z_ymmm256_sae,
+        VEX_Vcvtps2ph_xmmm64_xmm_imm8 => EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae,
+        VEX_Vpmovzxwd_xmm_xmmm64 => EVEX_Vpmovzxwd_zmm_k1z_ymmm256,
+        VEX_Vmovntps_m128_xmm => EVEX_Vmovntps_m512_zmm,
+        _ => return None,
+    })
+}
+
+/// `ins`, a VEX instruction on `xmm` registers, as its EVEX form on `zmm` registers with
+/// the same operands ([`zmm_code`]); a broadcast's source stays as it is. `None` when
+/// there is no such form, or `ins` uses a register EVEX cannot widen.
+pub(crate) fn to_zmm(ins: &Instruction) -> Option<Instruction> {
+    let code = zmm_code(ins.code())?;
+    let mut w = *ins;
+    w.set_code(code);
+    for k in 0..ins.op_count() {
+        if ins.op_kind(k) != OpKind::Register {
+            continue;
+        }
+        let r = ins.op_register(k);
+        if !r.is_xmm() || (k == 1 && ins.mnemonic() == Mnemonic::Vbroadcastss) {
+            continue;
+        }
+        w.set_op_register(k, zmm(r.number())?);
+    }
+    Some(w)
+}
+
+/// `zmm` register number `n`.
+fn zmm(n: usize) -> Option<Register> {
+    Register::try_from(Register::ZMM0 as usize + n).ok().filter(|r| r.is_zmm())
+}
+
+/// The function `code`, whose reachable instructions are `insts` (in address order,
+/// decoded with their offsets as addresses), encoded again with `widened[i]` replacing
+/// `insts[i]` where it is `Some`. Every other instruction keeps its bytes, but the
+/// branches and RIP-relative operands, encoded again in the same form for their new
+/// places; bytes between instructions move with them. The offsets of `relocs` are moved
+/// to where their instructions land.
+pub(crate) fn reencode(
+    code: &[u8],
+    insts: &[Instruction],
+    widened: &[Option<Instruction>],
+    relocs: &mut [u32],
+) -> Result<Vec<u8>, Unproven> {
+    let fail = |what: String| Unproven(format!("512-bit re-encoding: {what}"));
+    let data_start = insts.last().map_or(0, |i| i.next_ip() as usize);
+    let mut enc = Encoder::new(64);
+    // The new length of each instruction: a displacement's size, which may grow once
+    // compressed by EVEX, does not depend on where the instruction lands.
+    let mut at = Vec::with_capacity(insts.len() + 1);
+    let mut growth = 0usize;
+    for (i, w) in insts.iter().zip(widened) {
+        at.push(i.ip() as usize + growth);
+        if let Some(w) = w {
+            let n = enc.encode(w, i.ip()).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
+            growth += n.checked_sub(i.len()).ok_or_else(|| fail(format!("shorter at {:#x}", i.ip())))?;
+        }
+    }
+    let _ = enc.take_buffer();
+    // The data keeps its offset modulo 64 (the alignment Cranelift gave it).
+    let pad = (64 - growth % 64) % 64;
+    let new_data = data_start + growth + pad;
+    let new_ip = |old: u64| -> Result<u64, Unproven> {
+        let old = old as usize;
+        if old >= data_start {
+            return Ok((old - data_start + new_data) as u64);
+        }
+        let k = insts.partition_point(|i| (i.ip() as usize) < old);
+        match insts.get(k) {
+            Some(i) if i.ip() as usize == old => Ok(at[k] as u64),
+            _ => Err(fail(format!("a reference to {old:#x}, not an instruction"))),
+        }
+    };
+    let mut out = Vec::with_capacity(new_data + code.len() - data_start);
+    let mut old_end = 0usize;
+    for (k, (i, w)) in insts.iter().zip(widened).enumerate() {
+        // Bytes no path runs (Cranelift leaves none between instructions in practice).
+        out.extend_from_slice(&code[old_end..i.ip() as usize]);
+        old_end = i.next_ip() as usize;
+        let branch = matches!(i.op0_kind(), OpKind::NearBranch64);
+        let rip = i.is_ip_rel_memory_operand();
+        if w.is_none() && !branch && !rip {
+            out.extend_from_slice(&code[i.ip() as usize..old_end]);
+            continue;
+        }
+        let mut ins = w.unwrap_or(*i);
+        if branch {
+            ins.set_near_branch64(new_ip(i.near_branch64())?);
+        }
+        if rip {
+            ins.set_memory_displacement64(new_ip(i.ip_rel_memory_address())?);
+        }
+        let n = enc.encode(&ins, at[k] as u64).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
+        if w.is_none() && n != i.len() {
+            return Err(fail(format!("the instruction at {:#x} changed length", i.ip())));
+        }
+        out.extend_from_slice(&enc.take_buffer());
+    }
+    if out.len() != data_start + growth {
+        return Err(fail(format!("{} bytes of code, {} expected", out.len(), data_start + growth)));
+    }
+    for r in relocs.iter_mut() {
+        let k = insts.partition_point(|i| i.next_ip() <= u64::from(*r));
+        let i = insts
+            .get(k)
+            .filter(|i| i.ip() <= u64::from(*r))
+            .ok_or_else(|| fail(format!("relocation at {r:#x}")))?;
+        if widened[k].is_some() {
+            return Err(fail(format!("a relocation at {r:#x} in a widened instruction")));
+        }
+        *r = (at[k] + (*r as usize - i.ip() as usize)) as u32;
+    }
+    out.resize(new_data, 0xcc);
+    out.extend_from_slice(&code[data_start..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use iced_x86::{Decoder, DecoderOptions, MemoryOperand};
+
+    use super::*;
+
+    fn assemble(insts: &[Instruction]) -> (Vec<u8>, Vec<Instruction>) {
+        let mut enc = Encoder::new(64);
+        let mut code = Vec::new();
+        let mut decoded = Vec::new();
+        for i in insts {
+            let at = code.len() as u64;
+            enc.encode(i, at).expect("encodes");
+            let bytes = enc.take_buffer();
+            let mut d = Decoder::with_ip(64, &bytes, at, DecoderOptions::NONE);
+            decoded.push(d.decode());
+            code.extend_from_slice(&bytes);
+        }
+        (code, decoded)
+    }
+
+    fn decode_all(code: &[u8], end: usize) -> Vec<Instruction> {
+        let mut d = Decoder::with_ip(64, &code[..end], 0, DecoderOptions::NONE);
+        let mut out = Vec::new();
+        while d.can_decode() {
+            out.push(d.decode());
+        }
+        out
+    }
+
+    #[test]
+    fn widened_instructions_take_evex_forms_on_zmm_registers() {
+        let add = Instruction::with3(
+            Code::VEX_Vaddps_xmm_xmm_xmmm128,
+            Register::XMM1,
+            Register::XMM2,
+            Register::XMM3,
+        )
+        .expect("add");
+        let w = to_zmm(&add).expect("has a 512-bit form");
+        assert_eq!(w.code(), Code::EVEX_Vaddps_zmm_k1z_zmm_zmmm512b32_er);
+        assert_eq!(
+            (w.op0_register(), w.op1_register(), w.op2_register()),
+            (Register::ZMM1, Register::ZMM2, Register::ZMM3)
+        );
+        // A broadcast keeps its scalar source.
+        let b = Instruction::with2(Code::VEX_Vbroadcastss_xmm_xmm, Register::XMM4, Register::XMM5)
+            .expect("bcast");
+        let w = to_zmm(&b).expect("has a 512-bit form");
+        assert_eq!((w.op0_register(), w.op1_register()), (Register::ZMM4, Register::XMM5));
+        // A comparison's EVEX form writes a mask register: not widened.
+        let cmp = Instruction::with4(
+            Code::VEX_Vcmpps_xmm_xmm_xmmm128_imm8,
+            Register::XMM0,
+            Register::XMM1,
+            Register::XMM2,
+            1,
+        )
+        .expect("cmp");
+        assert!(to_zmm(&cmp).is_none());
+    }
+
+    #[test]
+    fn reencoding_moves_branches_data_and_relocations_with_the_code() {
+        // 0: vmovups xmm0, [rdi+16]  (widened: its byte displacement becomes a dword, 16
+        //    not being a multiple of 64)
+        // then a branch back to it, a RIP-relative load of the data after the code, a
+        // `mov rax, imm64` holding a relocation, and a return.
+        let load = Instruction::with2(
+            Code::VEX_Vmovups_xmm_xmmm128,
+            Register::XMM0,
+            MemoryOperand::with_base_displ(Register::RDI, 16),
+        )
+        .expect("load");
+        let jmp = Instruction::with_branch(Code::Jne_rel32_64, 0).expect("jne");
+        let rip = Instruction::with2(
+            Code::VEX_Vmovups_xmm_xmmm128,
+            Register::XMM1,
+            MemoryOperand::with_base_displ(Register::RIP, 64),
+        )
+        .expect("rip load");
+        let mov =
+            Instruction::with2(Code::Mov_r64_imm64, Register::RAX, 0x1122_3344_5566_7788u64).expect("mov");
+        let ret = Instruction::with(Code::Retnq);
+        let (mut code, insts) = assemble(&[load, jmp, rip, mov, ret]);
+        let data_start = code.len();
+        code.resize(64, 0xcc);
+        code.extend_from_slice(&[0xab; 16]);
+        // The decoded RIP-relative load names the data at 64.
+        assert_eq!(insts[2].ip_rel_memory_address(), 64);
+        let widened: Vec<Option<Instruction>> =
+            insts.iter().enumerate().map(|(k, i)| (k == 0).then(|| to_zmm(i)).flatten()).collect();
+        let mov_imm = insts[3].ip() as u32 + 2;
+        let mut relocs = [mov_imm];
+        // The gap after the code is data to the re-encoder: keep it as it was.
+        let out = reencode(&code, &insts[..], &widened, &mut relocs).expect("re-encodes");
+        let new = decode_all(&out, out.len() - (code.len() - data_start));
+        assert_eq!(new[0].code(), Code::EVEX_Vmovups_zmm_k1z_zmmm512);
+        assert_eq!(new[0].memory_displacement64(), 16);
+        let growth = new[0].len() - insts[0].len();
+        assert!(growth > 0);
+        assert_eq!(new[1].near_branch64(), 0, "the branch still goes to the load");
+        // The data moved by the growth rounded to 64 bytes, and the load follows it.
+        let moved = new[2].ip_rel_memory_address() as usize;
+        assert_eq!(moved % 64, 0);
+        assert_eq!(&out[moved..moved + 16], &[0xab; 16]);
+        assert_eq!(relocs[0] as usize, mov_imm as usize + growth);
+        assert_eq!(&out[relocs[0] as usize..relocs[0] as usize + 8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(new[4].code(), Code::Retnq);
+    }
+}
