@@ -186,9 +186,9 @@ impl CompiledKernel {
         self.prefetches
     }
 
-    /// The instructions of 256-bit loops rewritten from `xmm` to `ymm` (module `widen`);
-    /// 0 when no loop qualified, or the rewrite could not be proven and the kernel was
-    /// compiled in 128-bit vectors.
+    /// The instructions of wide loops rewritten from `xmm` to `ymm` (module `widen`) or
+    /// `zmm` (module `evex`); 0 when no loop qualified, or the rewrite could not be proven
+    /// and the kernel was compiled in 128-bit vectors.
     pub fn widened(&self) -> u32 {
         self.widened
     }

@@ -1,4 +1,5 @@
-//! Tile loops in 256-bit vectors, which Cranelift does not emit.
+//! Tile loops in 256-bit vectors, which Cranelift does not emit (or 512-bit ones: a wide
+//! part is then 16 lanes, [`ZMM_PER`], and module `evex` encodes the code again).
 //!
 //! Cranelift's x86 backend has 128-bit vectors only. A loop of `fp32x8` tiles would take
 //! two `f32x4` of everything: two loads, two adds, two stores per tile. With AVX2 one

@@ -1,4 +1,6 @@
-//! Widens the code of wide loops (module `wide`) to 256-bit vectors, after Cranelift.
+//! Widens the code of wide loops (module `wide`) to 256-bit vectors, after Cranelift (or
+//! to 512-bit ones, module `evex`, where this module finds and proves the same
+//! instructions and `evex` encodes them again).
 //!
 //! A VEX-encoded instruction on `xmm` registers whose prefix's `L` bit is set does the
 //! same on `ymm` registers: `vaddps xmm1, xmm2, xmm3` becomes `vaddps ymm1, ymm2, ymm3`,
