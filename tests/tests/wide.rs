@@ -1,5 +1,6 @@
-//! Loops computed in 256-bit vectors (lnc-clif's `wide`, on hosts with AVX2): the same
-//! bits as the same 8-lane tiles in pairs of 128-bit vectors, for the seed's three kernels
+//! Loops computed in 256-bit vectors (lnc-clif's `wide`, on hosts with AVX2), and in
+//! 512-bit ones for 16-lane tiles on hosts with AVX-512: the same bits as the same tiles
+//! in 128-bit vectors, for the seed's three kernels
 //! in fp32, fp16 and bf16, on row lengths that are not multiples of the tile, with outputs
 //! poisoned, streaming and cached, bounds-checked and not; and the float64 reference.
 
@@ -11,7 +12,13 @@ use half::{bf16, f16};
 /// The seed compiled with 8-lane tiles, 256-bit loops on or off; `threshold`: the
 /// streaming threshold (0: every aligned launch streams).
 fn module(wide: bool, threshold: u64) -> lnc::Module {
-    let opts = lnc::CompileOptions { lanes: 8, wide, stream_threshold: threshold, ..Default::default() };
+    module_of(8, wide, threshold)
+}
+
+/// [`module`] with tiles of `lanes` (16: the loops of kernels with half arguments run in
+/// 512 bits on a host with AVX-512).
+fn module_of(lanes: u8, wide: bool, threshold: u64) -> lnc::Module {
+    let opts = lnc::CompileOptions { lanes, wide, stream_threshold: threshold, ..Default::default() };
     seed_module(&lnc::Jit::with_options(opts))
 }
 
@@ -32,7 +39,7 @@ fn forward<T: Float>(
     vec![bits(&y), bits(&mean), bits(&rstd)]
 }
 
-fn forward_matches<T: Float>() {
+fn forward_matches<T: Float>(lanes: u8) {
     let mut rng = rng();
     let sizes = [
         (5usize, 1usize),
@@ -47,7 +54,7 @@ fn forward_matches<T: Float>() {
         (5, 4097),
     ];
     for threshold in [u64::MAX, 0] {
-        let (wide, narrow) = (module(true, threshold), module(false, threshold));
+        let (wide, narrow) = (module_of(lanes, true, threshold), module_of(lanes, false, threshold));
         for (m, n) in sizes {
             let sig =
                 format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two(), t = T::SIG);
@@ -56,7 +63,7 @@ fn forward_matches<T: Float>() {
                 narrow.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}")),
             );
             assert_eq!(kn.widened_instructions(), 0);
-            if lnc::computes_wide() && n >= 8 {
+            if lnc::computes_wide() && n >= usize::from(lanes) {
                 assert!(kw.widened_instructions() > 0, "{} {m}x{n}: no loop widened", T::SIG);
             }
             let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
@@ -77,8 +84,10 @@ fn forward_matches<T: Float>() {
                         assert!(
                             g == c,
                             "{} {m}x{n}, threshold {threshold}, y shifted {shift}, checked {checked}: output {k} \
-                             differs from 128-bit vectors'",
-                            T::SIG
+                             differs from 128-bit vectors' {:?} vs {:?}",
+                            T::SIG,
+                            g.iter().map(|&b| f64::from_bits(b)).collect::<Vec<_>>(),
+                            c.iter().map(|&b| f64::from_bits(b)).collect::<Vec<_>>()
                         );
                     }
                 }
@@ -89,17 +98,50 @@ fn forward_matches<T: Float>() {
 
 #[test]
 fn forward_in_256_bits_gives_the_bits_of_128_fp32() {
-    forward_matches::<f32>();
+    forward_matches::<f32>(8);
 }
 
 #[test]
 fn forward_in_256_bits_gives_the_bits_of_128_fp16() {
-    forward_matches::<f16>();
+    forward_matches::<f16>(8);
 }
 
 #[test]
 fn forward_in_256_bits_gives_the_bits_of_128_bf16() {
-    forward_matches::<bf16>();
+    forward_matches::<bf16>(8);
+}
+
+#[test]
+fn forward_in_512_bits_gives_the_bits_of_128_fp16() {
+    forward_matches::<f16>(16);
+}
+
+#[test]
+fn forward_in_512_bits_gives_the_bits_of_128_bf16() {
+    forward_matches::<bf16>(16);
+}
+
+/// On a host with AVX-512 the fp16 forward's loops run in 512 bits: the function was
+/// encoded again with EVEX forms (`lnc compile --emit asm` says how many), not left in
+/// 256 bits by a refused proof.
+#[test]
+fn the_fp16_forward_runs_in_512_bit_loops_where_the_host_has_avx512() {
+    let sig = "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024";
+    let module = module_of(16, true, u64::MAX);
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
+    let asm = module.dump("_layer_norm_fwd_fused", sig, &req).unwrap_or_else(|e| panic!("{e}"));
+    let note = asm.iter().any(|d| d.text.contains("instructions of the 512-bit loops above"));
+    assert_eq!(
+        note,
+        lnc::computes_zmm(),
+        "{}",
+        asm[0].text.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+    );
+    // fp32 kernels stay at 8 lanes, in 256-bit loops.
+    let asm = module
+        .dump("_layer_norm_fwd_fused", &sig.replace("fp16", "fp32"), &req)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!asm[0].text.contains("512-bit"));
 }
 
 /// The dx kernel then the dwdb kernel; the bits of dx, the partial and the final dw, db.
@@ -126,9 +168,9 @@ fn backward<T: Float>(
     vec![bits(&dx), bits(&pdw), bits(&pdb), bits(&dw), bits(&db)]
 }
 
-fn backward_matches<T: Float>() {
+fn backward_matches<T: Float>(lanes: u8) {
     let mut rng = rng();
-    let (wide, narrow) = (module(true, u64::MAX), module(false, u64::MAX));
+    let (wide, narrow) = (module_of(lanes, true, u64::MAX), module_of(lanes, false, u64::MAX));
     for (m, n) in [(5usize, 9usize), (7, 61), (11, 1000), (4, 1029), (3, 4097)] {
         let x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
         let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
@@ -147,17 +189,27 @@ fn backward_matches<T: Float>() {
 
 #[test]
 fn backward_in_256_bits_gives_the_bits_of_128_fp32() {
-    backward_matches::<f32>();
+    backward_matches::<f32>(8);
 }
 
 #[test]
 fn backward_in_256_bits_gives_the_bits_of_128_fp16() {
-    backward_matches::<f16>();
+    backward_matches::<f16>(8);
 }
 
 #[test]
 fn backward_in_256_bits_gives_the_bits_of_128_bf16() {
-    backward_matches::<bf16>();
+    backward_matches::<bf16>(8);
+}
+
+#[test]
+fn backward_in_512_bits_gives_the_bits_of_128_fp16() {
+    backward_matches::<f16>(16);
+}
+
+#[test]
+fn backward_in_512_bits_gives_the_bits_of_128_bf16() {
+    backward_matches::<bf16>(16);
 }
 
 /// A safe launch of a 256-bit loop whose 8 lanes would pass the end of a buffer fails,

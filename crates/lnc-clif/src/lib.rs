@@ -251,11 +251,11 @@ pub fn computes_zmm() -> bool {
 }
 
 /// Whether some loop of `f` would be computed in wide vectors on this host with
-/// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]), of parts of 16
-/// lanes when `zmm` ([`CodegenOptions::zmm`]), else of 8.
-pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool, zmm: bool) -> bool {
-    let per = if zmm && computes_zmm() { wide::ZMM_PER } else { wide::YMM_PER };
-    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively(), per)
+/// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]): in 256 bits, or in
+/// 512 where its tiles allow and [`CodegenOptions::zmm`] (a loop that qualifies for 512
+/// bits qualifies for 256).
+pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool) -> bool {
+    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively(), wide::YMM_PER)
 }
 
 /// The host ISA, built once: feature detection and flag parsing are not free and the

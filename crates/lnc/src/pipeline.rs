@@ -296,8 +296,7 @@ pub(crate) fn tile(
     let lir = lower(&tile_opts)?;
     // 8- and 16-lane tiles are for the loops computed in 256 or 512 bits; where none
     // qualifies, the 4-lane tiles of one 128-bit vector run faster than pairs of them.
-    if opts.wide && tile_opts.lanes >= 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c, tile_opts.lanes == 16)
-    {
+    if opts.wide && tile_opts.lanes >= 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
         let narrow = lnc_tile::TileOptions { lanes: 4, native_bf16: false, ..tile_opts };
         return Ok((lower(&narrow)?, narrow));
     }
