@@ -117,6 +117,10 @@ struct CodeArgs {
     /// (`CompileOptions::narrow`).
     #[arg(long)]
     no_wide: bool,
+    /// Compile kernels with fp16/bf16 arguments in 256-bit loops (8-lane tiles) instead of
+    /// 512-bit ones on a host with AVX-512 (`CompileOptions::lanes`).
+    #[arg(long)]
+    no_zmm: bool,
     /// Keep stores into arguments the kernel never reads before the spin lock that follows
     /// them (`CompileOptions::defer_stores`).
     #[arg(long)]
@@ -124,8 +128,13 @@ struct CodeArgs {
 }
 
 impl CodeArgs {
-    const DEFAULT: CodeArgs =
-        CodeArgs { no_prefetch: false, no_f16c: false, no_wide: false, no_defer_stores: false };
+    const DEFAULT: CodeArgs = CodeArgs {
+        no_prefetch: false,
+        no_f16c: false,
+        no_wide: false,
+        no_zmm: false,
+        no_defer_stores: false,
+    };
 }
 
 /// An error already rendered for the terminal.
@@ -198,6 +207,7 @@ fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
         ..Default::default()
     };
     let opts = if code.no_wide { opts.narrow() } else { opts };
+    let opts = if code.no_zmm { lnc::CompileOptions { lanes: opts.lanes.min(8), ..opts } } else { opts };
     Ok(Jit::with_options(opts).load(file)?)
 }
 

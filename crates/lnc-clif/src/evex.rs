@@ -14,7 +14,7 @@
 //! On Zen 5 a `zmm` instruction issues as one, at the rate of a `ymm` one: the seed
 //! forward's passes over a row take half the instructions of 256-bit code.
 
-use iced_x86::{Code, Encoder, Instruction, Mnemonic, OpKind, Register};
+use iced_x86::{Code, Encoder, Instruction, MemoryOperand, Mnemonic, OpKind, Register};
 
 use crate::widen::Unproven;
 
@@ -95,6 +95,36 @@ pub(crate) fn to_zmm(ins: &Instruction) -> Option<Instruction> {
     Some(w)
 }
 
+/// The streaming store of the `fp16` wide part that `ins` (`vcvtps2ph m64, xmm, imm`)
+/// stores: `vcvtps2ph ymm16, zmm, imm` then `vmovntdq m256, ymm16`. `ymm16` is free:
+/// Cranelift allocates the first sixteen vector registers only, and EVEX reaches the
+/// others.
+pub(crate) fn stream_f16(ins: &Instruction) -> Result<Vec<Instruction>, Unproven> {
+    let fail = || Unproven(format!("the streaming fp16 store at {:#x} is {:?}", ins.ip(), ins.code()));
+    if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory {
+        return Err(fail());
+    }
+    let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
+    let convert = Instruction::with3(
+        Code::EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae,
+        Register::YMM16,
+        src,
+        u32::from(ins.immediate8()),
+    )
+    .map_err(|_| fail())?;
+    let at = MemoryOperand::new(
+        ins.memory_base(),
+        ins.memory_index(),
+        ins.memory_index_scale(),
+        ins.memory_displacement64() as i64,
+        ins.memory_displ_size(),
+        false,
+        ins.segment_prefix(),
+    );
+    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, at, Register::YMM16).map_err(|_| fail())?;
+    Ok(vec![convert, store])
+}
+
 /// `zmm` register number `n`.
 fn zmm(n: usize) -> Option<Register> {
     Register::try_from(Register::ZMM0 as usize + n).ok().filter(|r| r.is_zmm())
@@ -102,14 +132,15 @@ fn zmm(n: usize) -> Option<Register> {
 
 /// The function `code`, whose reachable instructions are `insts` (in address order,
 /// decoded with their offsets as addresses), encoded again with `widened[i]` replacing
-/// `insts[i]` where it is `Some`. Every other instruction keeps its bytes, but the
-/// branches and RIP-relative operands, encoded again in the same form for their new
-/// places; bytes between instructions move with them. The offsets of `relocs` are moved
-/// to where their instructions land.
+/// `insts[i]` where it is not empty (one instruction, or two for a streaming `fp16`
+/// store). Every other instruction keeps its bytes, but the branches and RIP-relative
+/// operands, encoded again in the same form for their new places; bytes between
+/// instructions move with them. The offsets of `relocs` are moved to where their
+/// instructions land.
 pub(crate) fn reencode(
     code: &[u8],
     insts: &[Instruction],
-    widened: &[Option<Instruction>],
+    widened: &[Vec<Instruction>],
     relocs: &mut [u32],
 ) -> Result<Vec<u8>, Unproven> {
     let fail = |what: String| Unproven(format!("512-bit re-encoding: {what}"));
@@ -121,8 +152,11 @@ pub(crate) fn reencode(
     let mut growth = 0usize;
     for (i, w) in insts.iter().zip(widened) {
         at.push(i.ip() as usize + growth);
-        if let Some(w) = w {
-            let n = enc.encode(w, i.ip()).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
+        if !w.is_empty() {
+            let mut n = 0;
+            for x in w {
+                n += enc.encode(x, i.ip()).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
+            }
             growth += n.checked_sub(i.len()).ok_or_else(|| fail(format!("shorter at {:#x}", i.ip())))?;
         }
     }
@@ -149,20 +183,24 @@ pub(crate) fn reencode(
         old_end = i.next_ip() as usize;
         let branch = matches!(i.op0_kind(), OpKind::NearBranch64);
         let rip = i.is_ip_rel_memory_operand();
-        if w.is_none() && !branch && !rip {
+        if w.is_empty() && !branch && !rip {
             out.extend_from_slice(&code[i.ip() as usize..old_end]);
             continue;
         }
-        let mut ins = w.unwrap_or(*i);
-        if branch {
-            ins.set_near_branch64(new_ip(i.near_branch64())?);
-        }
-        if rip {
-            ins.set_memory_displacement64(new_ip(i.ip_rel_memory_address())?);
-        }
-        let n = enc.encode(&ins, at[k] as u64).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
-        if w.is_none() && n != i.len() {
-            return Err(fail(format!("the instruction at {:#x} changed length", i.ip())));
+        let mut ip = at[k] as u64;
+        for ins in if w.is_empty() { std::slice::from_ref(i) } else { &w[..] } {
+            let mut ins = *ins;
+            if branch {
+                ins.set_near_branch64(new_ip(i.near_branch64())?);
+            }
+            if ins.is_ip_rel_memory_operand() {
+                ins.set_memory_displacement64(new_ip(i.ip_rel_memory_address())?);
+            }
+            let n = enc.encode(&ins, ip).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
+            if w.is_empty() && n != i.len() {
+                return Err(fail(format!("the instruction at {:#x} changed length", i.ip())));
+            }
+            ip += n as u64;
         }
         out.extend_from_slice(&enc.take_buffer());
     }
@@ -175,7 +213,7 @@ pub(crate) fn reencode(
             .get(k)
             .filter(|i| i.ip() <= u64::from(*r))
             .ok_or_else(|| fail(format!("relocation at {r:#x}")))?;
-        if widened[k].is_some() {
+        if !widened[k].is_empty() {
             return Err(fail(format!("a relocation at {r:#x} in a widened instruction")));
         }
         *r = (at[k] + (*r as usize - i.ip() as usize)) as u32;
@@ -248,6 +286,41 @@ mod tests {
     }
 
     #[test]
+    fn a_streaming_fp16_store_converts_into_ymm16_and_stores_it_non_temporally() {
+        let store = Instruction::with3(
+            Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8,
+            MemoryOperand::with_base_index_scale_displ_size(Register::RAX, Register::RCX, 2, 32, 1),
+            Register::XMM3,
+            0u32,
+        )
+        .expect("store");
+        let (_, decoded) = assemble(&[store]);
+        let pair = stream_f16(&decoded[0]).expect("rewritten");
+        assert_eq!(pair[0].code(), Code::EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae);
+        assert_eq!((pair[0].op0_register(), pair[0].op1_register()), (Register::YMM16, Register::ZMM3));
+        assert_eq!(pair[1].code(), Code::EVEX_Vmovntdq_m256_ymm);
+        assert_eq!(pair[1].op1_register(), Register::YMM16);
+        assert_eq!(
+            (
+                pair[1].memory_base(),
+                pair[1].memory_index(),
+                pair[1].memory_index_scale(),
+                pair[1].memory_displacement64()
+            ),
+            (Register::RAX, Register::RCX, 2, 32)
+        );
+        // Anything else is refused.
+        let add = Instruction::with3(
+            Code::VEX_Vaddps_xmm_xmm_xmmm128,
+            Register::XMM1,
+            Register::XMM2,
+            Register::XMM3,
+        )
+        .expect("add");
+        assert!(stream_f16(&add).is_err());
+    }
+
+    #[test]
     fn reencoding_moves_branches_data_and_relocations_with_the_code() {
         // 0: vmovups xmm0, [rdi+16]  (widened: its byte displacement becomes a dword, 16
         //    not being a multiple of 64)
@@ -275,8 +348,11 @@ mod tests {
         code.extend_from_slice(&[0xab; 16]);
         // The decoded RIP-relative load names the data at 64.
         assert_eq!(insts[2].ip_rel_memory_address(), 64);
-        let widened: Vec<Option<Instruction>> =
-            insts.iter().enumerate().map(|(k, i)| (k == 0).then(|| to_zmm(i)).flatten()).collect();
+        let widened: Vec<Vec<Instruction>> = insts
+            .iter()
+            .enumerate()
+            .map(|(k, i)| if k == 0 { to_zmm(i).into_iter().collect() } else { Vec::new() })
+            .collect();
         let mov_imm = insts[3].ip() as u32 + 2;
         let mut relocs = [mov_imm];
         // The gap after the code is data to the re-encoder: keep it as it was.

@@ -79,6 +79,11 @@ pub(crate) const WIDE_MARK: u8 = 0x5a;
 /// here, then widened to `m128, ymm` by module `widen`.
 pub(crate) const WIDE_NARROW_MARK: u8 = 0x5b;
 
+/// The trap code marking the streaming `fp16` store of a wide part of 16 lanes: rewritten
+/// into `vcvtps2ph` here, then by module `evex` into a conversion into `ymm16` and a
+/// non-temporal store of it (`vmovntdq m256, ymm16`), which needs 32-byte alignment.
+pub(crate) const WIDE_STREAM_MARK: u8 = 0x5d;
+
 /// Whether kernels compiled for `isa` on this host convert `fp16` tiles with F16C: the
 /// host has F16C, and the ISA has AVX, so that Cranelift emits the VEX forms rewritten here.
 pub(crate) fn available(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
@@ -119,6 +124,11 @@ pub(crate) fn narrow_wide(fx: &mut FunctionCx, v: Value, addr: Value, offset: i3
     narrow_marked(fx, WIDE_NARROW_MARK, v, addr, offset);
 }
 
+/// [`narrow_wide`] with a non-temporal store ([`WIDE_STREAM_MARK`]; 512-bit loops only).
+pub(crate) fn stream_wide(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
+    narrow_marked(fx, WIDE_STREAM_MARK, v, addr, offset);
+}
+
 fn narrow_marked(fx: &mut FunctionCx, mark: u8, v: Value, addr: Value, offset: i32) {
     let q = fx.bcx.ins().bitcast(types::I64X2, crate::value::bitcast_flags(), v);
     let low = fx.bcx.ins().extractlane(q, 0);
@@ -157,7 +167,8 @@ pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<(u32, u32), C
         widened += 1;
     }
     let mut narrowed = 0;
-    for at in marks::offsets(traps, NARROW_MARK).chain(marks::offsets(traps, WIDE_NARROW_MARK)) {
+    let narrow_marks = [NARROW_MARK, WIDE_NARROW_MARK, WIDE_STREAM_MARK];
+    for at in narrow_marks.into_iter().flat_map(|m| marks::offsets(traps, m)) {
         let imm = vpextrq_imm_at(code, at)
             .ok_or_else(|| marks::unexpected(code, at, "an fp16 narrowing store", "vpextrq"))?;
         code[at + 2] &= 0x7f;

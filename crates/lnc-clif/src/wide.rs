@@ -269,7 +269,6 @@ pub(crate) fn exit_sums(fx: &mut FunctionCx, insts: &[lir::Inst], n: usize) -> V
 /// told from the loop.
 pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> Result<Value, CodegenError> {
     let f = fx.f;
-    let bytes = 4 * i64::from(fx.wide_per);
     let region = &f.insts[l].regions[0];
     let iv = region.args[0];
     // The constant each streaming store's offset adds to the index.
@@ -297,12 +296,14 @@ pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> R
             continue;
         }
         let size = i64::from(f.ty(d.args[2]).dtype().size());
+        // The bytes of one wide part, its non-temporal store's alignment.
+        let bytes = size * i64::from(fx.wide_per);
         match shift(d.args[1]) {
-            Some(k) if (k * size) % bytes == 0 => first = first.or(Some((d.args[0], size))),
+            Some(k) if (k * size) % bytes == 0 => first = first.or(Some((d.args[0], size, bytes))),
             _ => all = false,
         }
     }
-    let Some((ptr, size)) = first.filter(|_| all) else {
+    let Some((ptr, size, bytes)) = first.filter(|_| all) else {
         return Ok(fx.bcx.ins().iconst(types::I8, 0));
     };
     let base = fx.scalar(ptr)?;
@@ -514,10 +515,13 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             let ty = f.ty(data.args[2]);
             let vals = parts(fx, data.args[2], count(ty))?;
             let (at, disp) = contiguous_address(fx, inst, site, ty)?;
-            let mark = if stream && fx.streaming { STREAM_MARK } else { STORE_MARK };
+            let streams = stream && fx.streaming;
+            let mark = if streams { STREAM_MARK } else { STORE_MARK };
             for (j, &v) in vals.iter().enumerate() {
                 fx.wide_stores += 1;
-                if ty.dtype() == DType::F16 {
+                if ty.dtype() == DType::F16 && streams && per == ZMM_PER {
+                    crate::f16c::stream_wide(fx, v, at, disp + j as i32 * half);
+                } else if ty.dtype() == DType::F16 {
                     crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * half);
                 } else {
                     fx.bcx.ins().store(marked(mark), v, at, disp + j as i32 * full);

@@ -34,7 +34,9 @@
 use cranelift_codegen::MachTrap;
 use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, Mnemonic, OpKind, Register};
 
-use crate::f16c::{WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK};
+use crate::f16c::{
+    WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK, WIDE_STREAM_MARK as F16_STREAM_MARK,
+};
 use crate::wide::{BF16_LOAD_MARK, LOAD_MARK, STORE_MARK, STREAM_MARK};
 
 /// Lane-wise instructions: with `L` set, each `ymm` lane is computed from the same lane
@@ -127,9 +129,17 @@ pub(crate) fn patch(
     let marks: Vec<(usize, u8)> = traps
         .iter()
         .filter_map(|t| {
-            let m = [LOAD_MARK, STORE_MARK, STREAM_MARK, F16_LOAD_MARK, F16_STORE_MARK, BF16_LOAD_MARK]
-                .into_iter()
-                .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
+            let m = [
+                LOAD_MARK,
+                STORE_MARK,
+                STREAM_MARK,
+                F16_LOAD_MARK,
+                F16_STORE_MARK,
+                BF16_LOAD_MARK,
+                F16_STREAM_MARK,
+            ]
+            .into_iter()
+            .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
             Some((t.offset as usize, m))
         })
         .collect();
@@ -148,7 +158,14 @@ pub(crate) fn patch(
         return Ok(0);
     }
     let (mut insts, index) = decode(code)?;
+    let mut streamed_f16 = std::collections::HashSet::new();
     for &(at, m) in &marks {
+        if m == F16_STREAM_MARK {
+            if !zmm {
+                return Err(Unproven(format!("a streaming fp16 store at {at:#x} outside 512-bit code")));
+            }
+            streamed_f16.insert(at);
+        }
         let i = index.get(at).copied().filter(|&i| i != NONE);
         let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
         let d = &mut insts[i];
@@ -175,11 +192,15 @@ pub(crate) fn patch(
         }
     }
     if zmm {
-        let widened: Vec<Option<Instruction>> = insts
-            .iter()
-            .map(|d| if d.kind == Kind::Other { None } else { crate::evex::to_zmm(&d.ins) })
-            .collect();
-        let count = widened.iter().filter(|w| w.is_some()).count() as u32;
+        let mut widened = Vec::with_capacity(insts.len());
+        for d in &insts {
+            widened.push(match d.kind {
+                Kind::Other => Vec::new(),
+                _ if streamed_f16.contains(&d.at) => crate::evex::stream_f16(&d.ins)?,
+                _ => crate::evex::to_zmm(&d.ins).into_iter().collect(),
+            });
+        }
+        let count = widened.iter().filter(|w| !w.is_empty()).count() as u32;
         let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
         *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
         return Ok(count);
@@ -260,7 +281,7 @@ fn marked_kind(code: &[u8], ins: &Instruction, mark: u8, zmm: bool) -> Option<Ki
         F16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vcvtph2ps]),
         BF16_LOAD_MARK => (Kind::Load, &[Mnemonic::Vpmovzxwd]),
         STREAM_MARK => (Kind::Store, &[Mnemonic::Vmovntps]),
-        F16_STORE_MARK => (Kind::Store, &[Mnemonic::Vcvtps2ph]),
+        F16_STORE_MARK | F16_STREAM_MARK => (Kind::Store, &[Mnemonic::Vcvtps2ph]),
         _ => (Kind::Store, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),
     };
     let memory_operand = (0..ins.op_count()).position(|k| ins.op_kind(k) == OpKind::Memory)?;

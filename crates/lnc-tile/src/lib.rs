@@ -94,6 +94,11 @@ pub struct TileOptions {
     /// uses them (lnc-clif's wide loops, with AVX2): a later loop reads a `bf16` row again
     /// from memory instead of a scratch copy, as it does `fp32` ones.
     pub native_bf16: bool,
+    /// `fp16` tile stores may stream like `fp32` ones (module `stream`): code generation
+    /// converts such a tile into a register and stores it non-temporally (lnc-clif's
+    /// `evex`, in 512-bit loops), so the `rows` pass keeps `fp16` stores in their loops
+    /// whatever the row's length instead of sending long rows through the row helper.
+    pub stream_f16: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
@@ -117,6 +122,7 @@ impl Default for TileOptions {
             prefetch: true,
             native_f16: false,
             native_bf16: false,
+            stream_f16: false,
             defer_stores: true,
             checked: true,
         }
@@ -186,7 +192,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16, opts.stream);
+        rows::run(&mut lir, opts.native_f16, opts.stream && !opts.stream_f16);
     }
     if opts.bounds {
         bounds::run(&mut lir);
@@ -198,7 +204,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
         prefetch::run(&mut lir);
     }
     if opts.stream {
-        stream::run(&mut lir);
+        stream::run(&mut lir, opts.stream_f16);
     }
     dce::run(&mut lir);
     if cfg!(debug_assertions)
