@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use lnc_bir::interp::{ArgValue, Buffer};
 use lnc_lir::{DType, Opcode};
+use lnc_tile::TileOptions;
 
 const SCALE: &str = r#"
 @triton.jit
@@ -145,5 +146,38 @@ fn streaming_half_rows_compute_what_the_block_ir_computes() {
                 &[4, 8],
             );
         }
+    }
+}
+
+/// With `stream_f16` (16-lane tiles computed in 512 bits, where lnc-clif converts an
+/// `fp16` tile into a register and stores it non-temporally) the `fp16` stores stay in
+/// their loop whatever the row's length, and the steady loop's stream like `fp32` ones.
+#[test]
+fn fp16_tile_stores_stream_under_stream_f16() {
+    let f = bir(SCALE, "k", "*fp16,*fp16,i32,4096");
+    let opts = TileOptions {
+        lanes: 16,
+        native_f16: true,
+        native_bf16: true,
+        stream_f16: true,
+        ..TileOptions::default()
+    };
+    let lf = tile_opts(&f, opts).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!(lnc_lir::print_function(&lf));
+    // The two stores of the line-split steady loop's middle copy, and the remainder loop's
+    // one (a 16-lane fp16 tile is two 16-byte vectors, as an 8-lane fp32 tile is).
+    assert_eq!(streaming(&lf), 3);
+    assert_eq!(streaming_rows(&lf), (0, 0), "no row store");
+    // Without it, a 4 KB fp16 row goes through the row helper's streaming store.
+    let lf = tile_opts(&f, TileOptions { stream_f16: false, ..opts }).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((streaming(&lf), streaming_rows(&lf)), (0, (1, 1)));
+    // The same results as the block IR, whatever `stream_ok` answers.
+    for n in [0i64, 1, 15, 16, 17, 100, 4095, 4096] {
+        let len = 3 * 4096;
+        let bufs = [
+            Buffer::from_f64_values(DType::F16, &data(3, len)),
+            Buffer::from_f64_values(DType::F16, &vec![f64::NAN; len]),
+        ];
+        differential(&f, [3, 1, 1], &[ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(4096)], &bufs, &[16]);
     }
 }
