@@ -329,13 +329,15 @@ fn rows_equal_tiles<T: Half + PartialEq + std::fmt::Debug>() {
 }
 
 /// Rows rounded with non-temporal stores (every aligned row under a threshold of 0) give
-/// the bits of cached stores ([`same_flows`]).
+/// the bits of cached stores ([`same_flows`]). In 8-lane tiles: 16-lane ones on a host
+/// with AVX-512 store half rows in their loops ([`streamed_half_tiles_equal_cached_ones`]).
 fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
     let module = |threshold| {
         let opts = lnc::CompileOptions {
             verify: true,
             stream_threshold: threshold,
             f16c: false,
+            lanes: lnc::CompileOptions::default().lanes.min(8),
             ..Default::default()
         };
         seed_module(&lnc::Jit::with_options(opts))
@@ -345,6 +347,39 @@ fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
     let lir = modules[0].dump("_layer_norm_fwd_fused", &fwd_sig(T::SIG, 1024), &req).expect("compiles");
     assert!(lir[0].text.contains("row_store") && lir[0].text.contains("] stream %"), "{}", lir[0].text);
     same_flows::<T>(&modules);
+}
+
+/// With 16-lane tiles on a host with AVX-512, half rows are stored by the 512-bit loops
+/// themselves (rounded to `bf16` in the loop, converted to `fp16` by `vcvtps2ph`), with
+/// non-temporal stores under a threshold of 0: the bits of cached stores.
+fn streamed_half_tiles_equal_cached_ones<T: Half + PartialEq + std::fmt::Debug>() {
+    let module = |threshold| {
+        let opts = lnc::CompileOptions { verify: true, stream_threshold: threshold, ..Default::default() };
+        seed_module(&lnc::Jit::with_options(opts))
+    };
+    let modules = [module(0), module(u64::MAX)];
+    if lnc::computes_zmm() {
+        let req = lnc::DumpRequest {
+            stages: vec![lnc::Stage::Lir, lnc::Stage::Asm],
+            checked: true,
+            ..Default::default()
+        };
+        let dumps = modules[0].dump("_layer_norm_fwd_fused", &fwd_sig(T::SIG, 4096), &req).expect("compiles");
+        let (lir, asm) = (&dumps[0].text, &dumps[1].text);
+        assert!(!lir.contains("row_store") && lir.contains(" stream %"), "{lir}");
+        assert!(asm.contains("512-bit loops"), "{asm}");
+    }
+    same_flows::<T>(&modules);
+}
+
+#[test]
+fn fp16_streamed_tiles_equal_cached_tiles() {
+    streamed_half_tiles_equal_cached_ones::<f16>();
+}
+
+#[test]
+fn bf16_streamed_tiles_equal_cached_tiles() {
+    streamed_half_tiles_equal_cached_ones::<bf16>();
 }
 
 #[test]
@@ -370,11 +405,14 @@ fn bf16_row_conversions_equal_tile_conversions() {
 /// fp16 tiles converted by F16C (the default where the host has it: fp16 loads and short
 /// rows' stores in the loops, long streamed rows through the row helper) give the bits of
 /// the integer conversions and row helpers without it ([`same_flows`]), at row lengths on
-/// both sides of the tile stores' limit.
+/// both sides of the tile stores' limit. In 8-lane tiles (16-lane ones in 512-bit loops
+/// store long rows in the loops too: [`streamed_half_tiles_equal_cached_ones`]).
 #[test]
 fn fp16_f16c_conversions_equal_integer_conversions() {
     let module = |f16c| {
-        let opts = lnc::CompileOptions { verify: true, f16c, stream_threshold: 0, ..Default::default() };
+        let lanes = lnc::CompileOptions::default().lanes.min(8);
+        let opts =
+            lnc::CompileOptions { verify: true, f16c, stream_threshold: 0, lanes, ..Default::default() };
         seed_module(&lnc::Jit::with_options(opts))
     };
     let modules = [module(true), module(false)];

@@ -356,3 +356,77 @@ fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
     }
     assert!(got[n..].iter().all(|&b| f32::from_bits(b).is_nan()), "written past n");
 }
+
+/// A 512-bit loop rounds fp32 to bf16 in the loop (integer code without comparisons,
+/// stored by `vpmovdw`): bit-exact against the `half` crate on every class of value, and
+/// the bits of the same 16-lane tiles in 128-bit vectors; streamed or cached.
+#[test]
+fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
+    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\n\
+               def narrow(X, Y, N, BLOCK: tl.constexpr):\n\
+               \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
+               \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
+               \x20   tl.store(Y + offs, x * 1.0, mask=offs < N)\n";
+    let sixteen = lnc::CompileOptions { lanes: 16, ..Default::default() };
+    let module = |opts: lnc::CompileOptions| {
+        lnc::Jit::with_options(opts).module("narrow.py", src.to_string()).expect("parses")
+    };
+    let mut rng = rng();
+    // Edge classes: zeros, subnormals, the largest finite values (some round to
+    // infinity), infinities, quiet and signaling NaNs with payloads, exact ties with even
+    // and odd kept bits, and random bit patterns.
+    let mut bits: Vec<u32> = vec![
+        0,
+        0x8000_0000,
+        1,
+        0x8000_0001,
+        0x007f_ffff,
+        0x0000_8000,
+        0x0001_8000,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+        0x7f7f_7fff,
+        0x7f7f_8000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_0001,
+        0x7f80_0001,
+        0x7fbf_ffff,
+        0xff80_ffff,
+        0x3f80_8000,
+        0x3f81_8000,
+        0x3f80_7fff,
+        0x3f81_7fff,
+    ];
+    bits.extend((0..200_000).map(|_| rand::RngCore::next_u32(&mut rng)));
+    let x: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
+    let n = x.len() - 5;
+    for threshold in [u64::MAX, 0] {
+        let opts = lnc::CompileOptions { stream_threshold: threshold, ..sixteen.clone() };
+        let (wide, plain) = (module(opts.clone()), module(lnc::CompileOptions { wide: false, ..opts }));
+        let run = |module: &lnc::Module| {
+            let k = module.kernel("narrow", "*fp32,*bf16,i32,1024").unwrap_or_else(|e| panic!("{e}"));
+            let mut y = vec![bf16::from_bits(0x7fa5); x.len()];
+            k.launch(n.div_ceil(1024) as u32, &lnc::args![&x, &mut y, n as i32])
+                .unwrap_or_else(|e| panic!("{e}"));
+            y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>()
+        };
+        let (got, narrow) = (run(&wide), run(&plain));
+        for (k, &v) in x.iter().enumerate().take(n) {
+            let want = bf16::from_f32(v).to_bits();
+            assert_eq!(
+                got[k],
+                want,
+                "threshold {threshold}: {:#010x} gave {:#06x}, want {want:#06x}",
+                v.to_bits(),
+                got[k]
+            );
+        }
+        assert!(got == narrow, "threshold {threshold}: not the bits of 128-bit vectors");
+        assert!(got[n..].iter().all(|&b| b == 0x7fa5), "written past n");
+    }
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
+    let asm = module(sixteen).dump("narrow", "*fp32,*bf16,i32,1024", &req).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(asm[0].text.contains("512-bit loops"), lnc::computes_zmm());
+}

@@ -101,6 +101,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) exit_sums: Vec<lir::Inst>,
     /// Instructions already emitted with an earlier one (those additions).
     pub(crate) folded: HashSet<lir::Inst>,
+    /// The broadcast constants of the `bf16` stores of the 512-bit loop being emitted
+    /// (`wide::store_bf16`).
+    pub(crate) bf16_consts: Option<[Value; 5]>,
     /// Emitting the body of one of them.
     pub(crate) in_wide: bool,
     /// Wide loops emitted so far.
@@ -221,6 +224,7 @@ pub(crate) fn codegen_fn(
         wide_per,
         exit_sums: Vec::new(),
         folded: HashSet::new(),
+        bf16_consts: None,
         in_wide: false,
         wide_emitted: 0,
         wide_stores: 0,

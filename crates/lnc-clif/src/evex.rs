@@ -62,6 +62,8 @@ pub(crate) fn zmm_code(c: Code) -> Option<Code> {
         VEX_Vpaddd_xmm_xmm_xmmm128 => EVEX_Vpaddd_zmm_k1z_zmm_zmmm512b32,
         VEX_Vpsubd_xmm_xmm_xmmm128 => EVEX_Vpsubd_zmm_k1z_zmm_zmmm512b32,
         VEX_Vpslld_xmm_xmm_imm8 => EVEX_Vpslld_zmm_k1z_zmmm512b32_imm8,
+        VEX_Vpsrld_xmm_xmm_imm8 => EVEX_Vpsrld_zmm_k1z_zmmm512b32_imm8,
+        VEX_Vpsrad_xmm_xmm_imm8 => EVEX_Vpsrad_zmm_k1z_zmmm512b32_imm8,
         VEX_Vcvtdq2ps_xmm_xmmm128 => EVEX_Vcvtdq2ps_zmm_k1z_zmmm512b32_er,
         VEX_Vcvttps2dq_xmm_xmmm128 => EVEX_Vcvttps2dq_zmm_k1z_zmmm512b32_sae,
         // The source stays a scalar: an `xmm` register or 32 bits of memory.
@@ -112,7 +114,39 @@ pub(crate) fn stream_f16(ins: &Instruction) -> Result<Vec<Instruction>, Unproven
         u32::from(ins.immediate8()),
     )
     .map_err(|_| fail())?;
-    let at = MemoryOperand::new(
+    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, memory_of(ins), Register::YMM16)
+        .map_err(|_| fail())?;
+    Ok(vec![convert, store])
+}
+
+/// The store of the `bf16` wide part that `ins` (`vpextrq m64, xmm, 0`, module `wide`'s
+/// `store_bf16`) stores, its bits in the low halves of 32-bit lanes: `vpmovdw m256, zmm`;
+/// `streams`: `vpmovdw ymm16, zmm` then `vmovntdq m256, ymm16`.
+pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruction>, Unproven> {
+    let fail = || Unproven(format!("the bf16 store at {:#x} is {:?}", ins.ip(), ins.code()));
+    if ins.code() != Code::VEX_Vpextrq_rm64_xmm_imm8
+        || ins.op0_kind() != OpKind::Memory
+        || ins.immediate8() != 0
+    {
+        return Err(fail());
+    }
+    let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
+    if !streams {
+        return Ok(vec![
+            Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, memory_of(ins), src)
+                .map_err(|_| fail())?,
+        ]);
+    }
+    let narrow =
+        Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, Register::YMM16, src).map_err(|_| fail())?;
+    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, memory_of(ins), Register::YMM16)
+        .map_err(|_| fail())?;
+    Ok(vec![narrow, store])
+}
+
+/// The memory operand of `ins`.
+fn memory_of(ins: &Instruction) -> MemoryOperand {
+    MemoryOperand::new(
         ins.memory_base(),
         ins.memory_index(),
         ins.memory_index_scale(),
@@ -120,9 +154,7 @@ pub(crate) fn stream_f16(ins: &Instruction) -> Result<Vec<Instruction>, Unproven
         ins.memory_displ_size(),
         false,
         ins.segment_prefix(),
-    );
-    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, at, Register::YMM16).map_err(|_| fail())?;
-    Ok(vec![convert, store])
+    )
 }
 
 /// `zmm` register number `n`.

@@ -252,10 +252,14 @@ pub fn computes_zmm() -> bool {
 
 /// Whether some loop of `f` would be computed in wide vectors on this host with
 /// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]): in 256 bits, or in
-/// 512 where its tiles allow and [`CodegenOptions::zmm`] (a loop that qualifies for 512
-/// bits qualifies for 256).
+/// 512 where its tiles allow and the host has AVX-512 (a loop that qualifies for 256 bits
+/// qualifies for 512 when its tiles are a multiple of 16 lanes; only 512-bit loops round
+/// and store `bf16` tiles).
 pub fn has_wide_loops(f: &lnc_lir::Function, f16c: bool) -> bool {
-    computes_wide() && wide::any_loop(f, f16c && converts_f16_natively(), wide::YMM_PER)
+    let f16c = f16c && converts_f16_natively();
+    computes_wide()
+        && (wide::any_loop(f, f16c, wide::YMM_PER)
+            || (computes_zmm() && wide::any_loop(f, f16c, wide::ZMM_PER)))
 }
 
 /// The host ISA, built once: feature detection and flag parsing are not free and the

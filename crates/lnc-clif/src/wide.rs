@@ -56,6 +56,16 @@ pub(crate) const STREAM_MARK: u8 = 0x59;
 /// m128` (eight halves zero-extended to 32 bits); a shift by 16 then makes them `f32`.
 pub(crate) const BF16_LOAD_MARK: u8 = 0x5c;
 
+/// The trap code marking the store of a wide part of 16 `bf16` lanes, rounded in the loop
+/// (their bits in the low halves of 32-bit lanes): `vpextrq m64, xmm` to Cranelift,
+/// `vpmovdw m256, zmm` (sixteen 32-bit lanes truncated to 16 bits) once module `evex` has
+/// rewritten it. 512-bit loops only.
+pub(crate) const BF16_STORE_MARK: u8 = 0x5e;
+
+/// [`BF16_STORE_MARK`] for a streaming store: `vpmovdw ymm16, zmm` then `vmovntdq m256,
+/// ymm16`.
+pub(crate) const BF16_STREAM_MARK: u8 = 0x5f;
+
 /// The source locations of the instructions emitted for wide loops: this, plus the
 /// loop's number.
 const SRCLOC: u32 = 0x5749_0000;
@@ -197,7 +207,10 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool, per: u8) -> bool {
                         || d.results.first().is_some_and(|&r| bf16_for_arithmetic(f, &uses, r, per))
                 }
                 Opcode::Store { addr: Addressing::Contiguous, has_mask: false, .. } => {
-                    d.args.get(2).is_some_and(|&v| wide_storage(f.ty(v), f16c, false, per))
+                    d.args.get(2).is_some_and(|&v| {
+                        wide_storage(f.ty(v), f16c, false, per)
+                            || (per == ZMM_PER && matches!(f.ty(v), Ty::Tile(DType::BF16, n) if n % per == 0))
+                    })
                 }
                 Opcode::ScratchLoad(_) => result.is_some_and(|t| wide_storage(t, f16c, true, per)),
                 Opcode::ScratchStore(_) => d.args.get(1).is_some_and(|&v| wide_tile(f.ty(v), per)),
@@ -206,8 +219,13 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool, per: u8) -> bool {
                     (Ty::Tile(DType::F16 | DType::BF16, n), Some(Ty::Tile(DType::F32, m))) => {
                         n == m && n % per == 0
                     }
-                    // Rounding to `fp16` is left to the F16C stores that alone use it.
-                    (a, Some(Ty::Tile(DType::F16, m))) if f16c && wide_tile(a, per) && a.lanes() == m => {
+                    // Rounding to `fp16` is left to the F16C stores that alone use it, and to
+                    // `bf16` to the stores of 512-bit loops (`store_bf16`).
+                    (a, Some(Ty::Tile(dt @ (DType::F16 | DType::BF16), m)))
+                        if (if dt == DType::F16 { f16c } else { per == ZMM_PER })
+                            && wide_tile(a, per)
+                            && a.lanes() == m =>
+                    {
                         let stored = |&u: &lir::Inst| {
                             let s = &f.insts[u];
                             matches!(s.opcode, Opcode::Store { .. })
@@ -442,6 +460,21 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
 /// scratch of its own instead (stored as `i32`, broadcast from memory as `f32`).
 pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(), CodegenError> {
     let f = fx.f;
+    let bf16_store = f.insts[l].regions[0].insts.iter().any(|&i| {
+        let d = &f.insts[i];
+        matches!(d.opcode, Opcode::Store { check_only: false, .. }) && f.ty(d.args[2]).dtype() == DType::BF16
+    });
+    fx.bf16_consts = None;
+    if bf16_store {
+        let mut consts = [Value::from_u32(0); 5];
+        for (k, c) in BF16_CONSTS.into_iter().enumerate() {
+            let bits = fx.bcx.ins().iconst(types::I32, i64::from(c));
+            let s = fx.bcx.ins().bitcast(types::F32, crate::value::bitcast_flags(), bits);
+            let part = broadcast_from_scratch(fx, s);
+            consts[k] = fx.bcx.ins().bitcast(types::I32X4, crate::value::bitcast_flags(), part);
+        }
+        fx.bf16_consts = Some(consts);
+    }
     let mut done = HashSet::new();
     for &i in &f.insts[l].regions[0].insts {
         let d = &f.insts[i];
@@ -461,6 +494,49 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
             fx.wide_consts.insert(a, b);
         }
     }
+    Ok(())
+}
+
+/// The `i32` constants [`store_bf16`] uses, broadcast in front of a 512-bit loop with a
+/// `bf16` store (a constant vector would come from Cranelift's constant pool, 16 bytes:
+/// not widened): the magnitude mask, the rounding bias, one, the quiet bit (of the
+/// 16-bit result) and the infinity.
+const BF16_CONSTS: [u32; 5] = [0x7FFF_FFFF, 0x7FFF, 1, 0x40, 0x7F80_0000];
+
+/// Stores the 16 `f32` lanes of wide part `v` rounded to `bf16` at `at + disp` (module
+/// `evex` makes the marked store a `vpmovdw`; `streams`: non-temporal). The rounding of
+/// `half::f32_to_bits` (`(bits + 0x7FFF + lsb) >> 16`, a NaN quieted), without its
+/// comparison and select, whose EVEX forms write mask registers: the NaN lanes are
+/// `(inf - |bits|) >> 31` (arithmetic), and the result `r ^ ((r ^ q) & nan)`.
+fn store_bf16(
+    fx: &mut FunctionCx,
+    v: Value,
+    at: Value,
+    disp: i32,
+    streams: bool,
+) -> Result<(), CodegenError> {
+    let [absm, bias, one, quiet, inf] = fx
+        .bf16_consts
+        .ok_or_else(|| CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()))?;
+    let flags = crate::value::bitcast_flags();
+    let b = &mut fx.bcx;
+    let u = b.ins().bitcast(types::I32X4, flags, v);
+    let a = b.ins().band(u, absm);
+    let hi = b.ins().ushr_imm_u(u, 16);
+    let lsb = b.ins().band(hi, one);
+    let r = b.ins().iadd(u, bias);
+    let r = b.ins().iadd(r, lsb);
+    let r = b.ins().ushr_imm_u(r, 16);
+    let q = b.ins().bor(hi, quiet);
+    let nan = b.ins().isub(inf, a);
+    let nan = b.ins().sshr_imm_u(nan, 31);
+    let x = b.ins().bxor(r, q);
+    let x = b.ins().band(x, nan);
+    let out = b.ins().bxor(r, x);
+    let q = b.ins().bitcast(types::I64X2, flags, out);
+    let low = b.ins().extractlane(q, 0);
+    let mark = if streams { BF16_STREAM_MARK } else { BF16_STORE_MARK };
+    b.ins().store(marked(mark), low, at, disp);
     Ok(())
 }
 
@@ -519,7 +595,9 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
             let mark = if streams { STREAM_MARK } else { STORE_MARK };
             for (j, &v) in vals.iter().enumerate() {
                 fx.wide_stores += 1;
-                if ty.dtype() == DType::F16 && streams && per == ZMM_PER {
+                if ty.dtype() == DType::BF16 {
+                    store_bf16(fx, v, at, disp + j as i32 * half, streams)?;
+                } else if ty.dtype() == DType::F16 && streams && per == ZMM_PER {
                     crate::f16c::stream_wide(fx, v, at, disp + j as i32 * half);
                 } else if ty.dtype() == DType::F16 {
                     crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * half);

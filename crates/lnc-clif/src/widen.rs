@@ -37,7 +37,7 @@ use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, 
 use crate::f16c::{
     WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK, WIDE_STREAM_MARK as F16_STREAM_MARK,
 };
-use crate::wide::{BF16_LOAD_MARK, LOAD_MARK, STORE_MARK, STREAM_MARK};
+use crate::wide::{BF16_LOAD_MARK, BF16_STORE_MARK, BF16_STREAM_MARK, LOAD_MARK, STORE_MARK, STREAM_MARK};
 
 /// Lane-wise instructions: with `L` set, each `ymm` lane is computed from the same lane
 /// of the sources, as each `xmm` lane was.
@@ -83,6 +83,8 @@ const LANE_WISE: &[Mnemonic] = &[
     // operand under VEX.256, which `widens` refuses (the kernel is then compiled in 128
     // bits).
     Mnemonic::Vpslld,
+    Mnemonic::Vpsrld,
+    Mnemonic::Vpsrad,
     Mnemonic::Vcvtdq2ps,
     Mnemonic::Vcvttps2dq,
 ];
@@ -137,6 +139,8 @@ pub(crate) fn patch(
                 F16_STORE_MARK,
                 BF16_LOAD_MARK,
                 F16_STREAM_MARK,
+                BF16_STORE_MARK,
+                BF16_STREAM_MARK,
             ]
             .into_iter()
             .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
@@ -158,13 +162,14 @@ pub(crate) fn patch(
         return Ok(0);
     }
     let (mut insts, index) = decode(code)?;
-    let mut streamed_f16 = std::collections::HashSet::new();
+    // The stores only 512-bit code has, each rewritten into one or two instructions.
+    let mut halves = std::collections::HashMap::new();
     for &(at, m) in &marks {
-        if m == F16_STREAM_MARK {
+        if [F16_STREAM_MARK, BF16_STORE_MARK, BF16_STREAM_MARK].contains(&m) {
             if !zmm {
-                return Err(Unproven(format!("a streaming fp16 store at {at:#x} outside 512-bit code")));
+                return Err(Unproven(format!("a store at {at:#x} marked {m:#x} outside 512-bit code")));
             }
-            streamed_f16.insert(at);
+            halves.insert(at, m);
         }
         let i = index.get(at).copied().filter(|&i| i != NONE);
         let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
@@ -196,8 +201,11 @@ pub(crate) fn patch(
         for d in &insts {
             widened.push(match d.kind {
                 Kind::Other => Vec::new(),
-                _ if streamed_f16.contains(&d.at) => crate::evex::stream_f16(&d.ins)?,
-                _ => crate::evex::to_zmm(&d.ins).into_iter().collect(),
+                _ => match halves.get(&d.at) {
+                    Some(&F16_STREAM_MARK) => crate::evex::stream_f16(&d.ins)?,
+                    Some(&m) => crate::evex::store_bf16(&d.ins, m == BF16_STREAM_MARK)?,
+                    None => crate::evex::to_zmm(&d.ins).into_iter().collect(),
+                },
             });
         }
         let count = widened.iter().filter(|w| !w.is_empty()).count() as u32;
@@ -275,6 +283,12 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
 /// The kind of the instruction `ins` marked `mark`, if it is one this module widens (to
 /// 512 bits when `zmm`).
 fn marked_kind(code: &[u8], ins: &Instruction, mark: u8, zmm: bool) -> Option<Kind> {
+    if matches!(mark, BF16_STORE_MARK | BF16_STREAM_MARK) {
+        // Rewritten by module `evex` into `vpmovdw`, which has no VEX form.
+        let form =
+            ins.code() == iced_x86::Code::VEX_Vpextrq_rm64_xmm_imm8 && ins.op0_kind() == OpKind::Memory;
+        return (zmm && form).then_some(Kind::Store);
+    }
     let (kind, wanted): (Kind, &[Mnemonic]) = match mark {
         // Unaligned moves only: widened, an aligned one would want 32-byte alignment.
         LOAD_MARK => (Kind::Load, &[Mnemonic::Vmovups, Mnemonic::Vmovdqu]),

@@ -94,11 +94,12 @@ pub struct TileOptions {
     /// uses them (lnc-clif's wide loops, with AVX2): a later loop reads a `bf16` row again
     /// from memory instead of a scratch copy, as it does `fp32` ones.
     pub native_bf16: bool,
-    /// `fp16` tile stores may stream like `fp32` ones (module `stream`): code generation
-    /// converts such a tile into a register and stores it non-temporally (lnc-clif's
-    /// `evex`, in 512-bit loops), so the `rows` pass keeps `fp16` stores in their loops
-    /// whatever the row's length instead of sending long rows through the row helper.
-    pub stream_f16: bool,
+    /// `fp16` and `bf16` tile stores stay in their loops whatever the row's length, and may
+    /// stream like `fp32` ones (module `stream`): in 512-bit loops code generation rounds
+    /// a tile to `bf16` in the loop, and converts either half into a register and stores
+    /// it non-temporally (lnc-clif's `evex`), so the `rows` pass no longer sends such
+    /// rows through the row helper.
+    pub half_stores: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
@@ -122,7 +123,7 @@ impl Default for TileOptions {
             prefetch: true,
             native_f16: false,
             native_bf16: false,
-            stream_f16: false,
+            half_stores: false,
             defer_stores: true,
             checked: true,
         }
@@ -192,7 +193,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16, opts.stream && !opts.stream_f16);
+        rows::run(&mut lir, opts.native_f16, opts.stream && !opts.half_stores, opts.half_stores);
     }
     if opts.bounds {
         bounds::run(&mut lir);
@@ -204,7 +205,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
         prefetch::run(&mut lir);
     }
     if opts.stream {
-        stream::run(&mut lir, opts.stream_f16);
+        stream::run(&mut lir, opts.half_stores);
     }
     dce::run(&mut lir);
     if cfg!(debug_assertions)

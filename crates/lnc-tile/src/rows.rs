@@ -98,14 +98,15 @@ struct NativeF16 {
 /// `native_f16`: `fp16` tiles convert in one instruction each way
 /// ([`crate::TileOptions::native_f16`]); `stream`: row stores into arguments the kernel
 /// never reads will stream (module `stream`).
-pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool) {
+/// `bf16_tiles`: `bf16` stores stay in their loops (`TileOptions::half_stores`).
+pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, bf16_tiles: bool) {
     let loops = for_loops(f);
     let args = ArgAccess::of(f);
     let native = native_f16.then_some(NativeF16 { stream });
     let parent = parents(f);
     let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l], &args, native, &mut flags);
+        rewrite_loop(f, l, parent[&l], &args, native, bf16_tiles, &mut flags);
     }
     if flags > 0 {
         // The flags take the scratch area's first bytes, which the runtime zeroes.
@@ -155,6 +156,7 @@ fn rewrite_loop(
     parent: Parent,
     args: &ArgAccess,
     native: Option<NativeF16>,
+    bf16_tiles: bool,
     flags: &mut u8,
 ) {
     let written = &args.written;
@@ -276,6 +278,7 @@ fn rewrite_loop(
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
                     && !tile_f16
+                    && !(bf16_tiles && ty.dtype() == DType::BF16)
                     && (has_mask || bound.is_none())
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && (per_arg[&arg] == (0, 1)

@@ -21,8 +21,9 @@
 //! answer.
 //!
 //! Which stores: unmasked contiguous stores of whole 16-byte vectors of `fp32` or `fp64`
-//! (the stores x86-64 has a non-temporal form of that Cranelift emits), and of `fp16`
-//! with `TileOptions::stream_f16` (converted into a register first, lnc-clif's `evex`) at `iv + c` with
+//! (the stores x86-64 has a non-temporal form of that Cranelift emits), and of `fp16` and
+//! `bf16` with `TileOptions::half_stores` (converted into a register first, lnc-clif's
+//! `evex`) at `iv + c` with
 //! `c` a constant multiple of the vector, or at `iv + t + c` with `t` invariant in the loop
 //! (one `t` per loop), in the straight-line body of a `for` whose constant step covers at
 //! least two vectors (so the remainder loop of a pass, which writes one vector once, keeps
@@ -71,12 +72,12 @@ const MIN_STEP_BYTES: i64 = 32;
 const LINE_BYTES: i64 = 64;
 
 /// Marks the streaming stores of every qualifying loop.
-/// `f16`: `fp16` tile stores stream too (`TileOptions::stream_f16`).
-pub(crate) fn run(f: &mut Function, f16: bool) {
+/// `halves`: `fp16` and `bf16` tile stores stream too (`TileOptions::half_stores`).
+pub(crate) fn run(f: &mut Function, halves: bool) {
     let read = crate::rewrite::ArgAccess::of(f).read;
     let parent = parents(f);
     for l in for_loops(f) {
-        mark_loop(f, l, parent[&l], &read, f16);
+        mark_loop(f, l, parent[&l], &read, halves);
     }
     let mut rows = Vec::new();
     f.walk(|i| {
@@ -131,7 +132,7 @@ struct Candidate {
     lanes: i64,
 }
 
-fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, f16: bool) {
+fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, halves: bool) {
     let data = &f.insts[l];
     let (lb, ub) = (data.args[0], data.args[1]);
     let Some(step) = int_of(f, data.args[2]) else { return };
@@ -158,8 +159,11 @@ fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, f16
             continue;
         };
         let (ptr, offset, value) = (d.args[0], d.args[1], d.args[2]);
-        let Ty::Tile(dtype @ (DType::F32 | DType::F64 | DType::F16), lanes) = f.ty(value) else { continue };
-        if dtype == DType::F16 && !f16 {
+        let Ty::Tile(dtype @ (DType::F32 | DType::F64 | DType::F16 | DType::BF16), lanes) = f.ty(value)
+        else {
+            continue;
+        };
+        if matches!(dtype, DType::F16 | DType::BF16) && !halves {
             continue;
         }
         let size = i64::from(dtype.size());

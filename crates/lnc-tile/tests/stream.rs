@@ -149,17 +149,17 @@ fn streaming_half_rows_compute_what_the_block_ir_computes() {
     }
 }
 
-/// With `stream_f16` (16-lane tiles computed in 512 bits, where lnc-clif converts an
+/// With `half_stores` (16-lane tiles computed in 512 bits, where lnc-clif converts an
 /// `fp16` tile into a register and stores it non-temporally) the `fp16` stores stay in
 /// their loop whatever the row's length, and the steady loop's stream like `fp32` ones.
 #[test]
-fn fp16_tile_stores_stream_under_stream_f16() {
+fn fp16_tile_stores_stream_under_half_stores() {
     let f = bir(SCALE, "k", "*fp16,*fp16,i32,4096");
     let opts = TileOptions {
         lanes: 16,
         native_f16: true,
         native_bf16: true,
-        stream_f16: true,
+        half_stores: true,
         ..TileOptions::default()
     };
     let lf = tile_opts(&f, opts).unwrap_or_else(|e| panic!("{e}"));
@@ -169,7 +169,7 @@ fn fp16_tile_stores_stream_under_stream_f16() {
     assert_eq!(streaming(&lf), 3);
     assert_eq!(streaming_rows(&lf), (0, 0), "no row store");
     // Without it, a 4 KB fp16 row goes through the row helper's streaming store.
-    let lf = tile_opts(&f, TileOptions { stream_f16: false, ..opts }).unwrap_or_else(|e| panic!("{e}"));
+    let lf = tile_opts(&f, TileOptions { half_stores: false, ..opts }).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((streaming(&lf), streaming_rows(&lf)), (0, (1, 1)));
     // The same results as the block IR, whatever `stream_ok` answers.
     for n in [0i64, 1, 15, 16, 17, 100, 4095, 4096] {

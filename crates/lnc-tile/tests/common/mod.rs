@@ -64,7 +64,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             prefetch: false,
             native_f16: false,
             native_bf16: false,
-            stream_f16: false,
+            half_stores: false,
             defer_stores: false,
             checked: false,
         },
@@ -123,7 +123,7 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             prefetch: rows,
             native_f16: native,
             native_bf16: native,
-            stream_f16: native && rows,
+            half_stores: native && rows,
             defer_stores: rows,
             checked: bounds,
         };
