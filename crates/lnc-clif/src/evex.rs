@@ -84,6 +84,7 @@ pub(crate) fn to_zmm(ins: &Instruction) -> Option<Instruction> {
     let code = zmm_code(ins.code())?;
     let mut w = *ins;
     w.set_code(code);
+    compress(&mut w);
     for k in 0..ins.op_count() {
         if ins.op_kind(k) != OpKind::Register {
             continue;
@@ -144,17 +145,29 @@ pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruc
     Ok(vec![narrow, store])
 }
 
-/// The memory operand of `ins`.
+/// The memory operand of `ins`, its displacement in EVEX's compressed byte where it fits.
 fn memory_of(ins: &Instruction) -> MemoryOperand {
+    let disp = ins.memory_displacement64() as i64;
+    let size = if disp != 0 && ins.memory_base() != Register::RIP { 1 } else { ins.memory_displ_size() };
     MemoryOperand::new(
         ins.memory_base(),
         ins.memory_index(),
         ins.memory_index_scale(),
-        ins.memory_displacement64() as i64,
-        ins.memory_displ_size(),
+        disp,
+        size,
         false,
         ins.segment_prefix(),
     )
+}
+
+/// Asks the encoder for EVEX's compressed byte displacement (a multiple of the operand's
+/// size) where it fits, a dword where not: `[rdi + 0x80]` of a 64-byte operand takes one
+/// byte, as `[rdi + 0x10]` did for 16.
+fn compress(ins: &mut Instruction) {
+    let memory = (0..ins.op_count()).any(|k| ins.op_kind(k) == OpKind::Memory);
+    if memory && ins.memory_base() != Register::RIP && ins.memory_displacement64() != 0 {
+        ins.set_memory_displ_size(1);
+    }
 }
 
 /// `zmm` register number `n`.
@@ -178,24 +191,28 @@ pub(crate) fn reencode(
     let fail = |what: String| Unproven(format!("512-bit re-encoding: {what}"));
     let data_start = insts.last().map_or(0, |i| i.next_ip() as usize);
     let mut enc = Encoder::new(64);
-    // The new length of each instruction: a displacement's size, which may grow once
-    // compressed by EVEX, does not depend on where the instruction lands.
+    // The new length of each instruction: a displacement's size, which EVEX's compressed
+    // form may shrink or grow, does not depend on where the instruction lands.
     let mut at = Vec::with_capacity(insts.len() + 1);
-    let mut growth = 0usize;
+    let mut lens = Vec::with_capacity(insts.len());
+    let mut growth = 0isize;
     for (i, w) in insts.iter().zip(widened) {
-        at.push(i.ip() as usize + growth);
+        at.push((i.ip() as isize + growth) as usize);
+        let mut n = i.len();
         if !w.is_empty() {
-            let mut n = 0;
+            n = 0;
             for x in w {
                 n += enc.encode(x, i.ip()).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
             }
-            growth += n.checked_sub(i.len()).ok_or_else(|| fail(format!("shorter at {:#x}", i.ip())))?;
+            growth += n as isize - i.len() as isize;
         }
+        lens.push(n);
     }
     let _ = enc.take_buffer();
-    // The data keeps its offset modulo 64 (the alignment Cranelift gave it).
-    let pad = (64 - growth % 64) % 64;
-    let new_data = data_start + growth + pad;
+    // The data keeps its offset modulo 64 (the alignment Cranelift gave it): it moves by
+    // the growth rounded up to a multiple of 64.
+    let new_data = (data_start as isize + (growth + 63).div_euclid(64) * 64) as usize;
+    let code_end = (data_start as isize + growth) as usize;
     let new_ip = |old: u64| -> Result<u64, Unproven> {
         let old = old as usize;
         if old >= data_start {
@@ -208,6 +225,7 @@ pub(crate) fn reencode(
         }
     };
     let mut out = Vec::with_capacity(new_data + code.len() - data_start);
+    debug_assert!(new_data >= code_end && new_data % 64 == data_start % 64);
     let mut old_end = 0usize;
     for (k, (i, w)) in insts.iter().zip(widened).enumerate() {
         // Bytes no path runs (Cranelift leaves none between instructions in practice).
@@ -228,16 +246,17 @@ pub(crate) fn reencode(
             if ins.is_ip_rel_memory_operand() {
                 ins.set_memory_displacement64(new_ip(i.ip_rel_memory_address())?);
             }
-            let n = enc.encode(&ins, ip).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))?;
-            if w.is_empty() && n != i.len() {
-                return Err(fail(format!("the instruction at {:#x} changed length", i.ip())));
-            }
-            ip += n as u64;
+            ip += enc.encode(&ins, ip).map_err(|e| fail(format!("{e} at {:#x}", i.ip())))? as u64;
+        }
+        // Each instruction takes the length the layout gave it: a branch that lands
+        // inside another cannot come from two differences cancelling out.
+        if ip as usize - at[k] != lens[k] {
+            return Err(fail(format!("the instruction at {:#x} changed length", i.ip())));
         }
         out.extend_from_slice(&enc.take_buffer());
     }
-    if out.len() != data_start + growth {
-        return Err(fail(format!("{} bytes of code, {} expected", out.len(), data_start + growth)));
+    if out.len() != code_end {
+        return Err(fail(format!("{} bytes of code, {code_end} expected", out.len())));
     }
     for r in relocs.iter_mut() {
         let k = insts.partition_point(|i| i.next_ip() <= u64::from(*r));
@@ -350,6 +369,41 @@ mod tests {
         )
         .expect("add");
         assert!(stream_f16(&add).is_err());
+    }
+
+    #[test]
+    fn a_displacement_compressed_by_evex_shrinks_the_code() {
+        // vmovups xmm0, [rdi+0x80]: a dword displacement in VEX, a byte (2 × 64) in EVEX.
+        let load = Instruction::with2(
+            Code::VEX_Vmovups_xmm_xmmm128,
+            Register::XMM0,
+            MemoryOperand::with_base_displ(Register::RDI, 0x80),
+        )
+        .expect("load");
+        let rip = Instruction::with2(
+            Code::VEX_Vmovups_xmm_xmmm128,
+            Register::XMM1,
+            MemoryOperand::with_base_displ(Register::RIP, 64),
+        )
+        .expect("rip load");
+        let jmp = Instruction::with_branch(Code::Jmp_rel32_64, 0).expect("jmp");
+        let (mut code, insts) = assemble(&[load, rip, jmp]);
+        code.resize(64, 0xcc);
+        code.extend_from_slice(&[0xcd; 16]);
+        let widened: Vec<Vec<Instruction>> = insts
+            .iter()
+            .enumerate()
+            .map(|(k, i)| if k == 0 { to_zmm(i).into_iter().collect() } else { Vec::new() })
+            .collect();
+        let out = reencode(&code, &insts, &widened, &mut []).expect("re-encodes");
+        let new = decode_all(&out, insts.iter().map(|i| i.len()).sum::<usize>() - 1);
+        assert_eq!(new[0].code(), Code::EVEX_Vmovups_zmm_k1z_zmmm512);
+        assert_eq!(new[0].memory_displacement64(), 0x80);
+        assert_eq!(new[0].len(), insts[0].len() - 1, "a byte displacement");
+        assert_eq!(new[2].near_branch64(), 0);
+        let moved = new[1].ip_rel_memory_address() as usize;
+        assert_eq!((moved % 64, &out[moved..moved + 16]), (0, &[0xcd; 16][..]));
+        assert_eq!(out.len(), code.len(), "the data keeps its place: the code shrank by less than 64 bytes");
     }
 
     #[test]

@@ -321,7 +321,11 @@ pub(crate) fn streams_aligned(fx: &mut FunctionCx, l: lir::Inst, lb: Value) -> R
             _ => all = false,
         }
     }
-    let Some((ptr, size, bytes)) = first.filter(|_| all) else {
+    // The loop's step must keep that alignment too.
+    let step_ok = |size: i64, bytes: i64| {
+        lnc_lir::ranges::const_int(f, f.insts[l].args[2]).is_some_and(|s| (s * size) % bytes == 0)
+    };
+    let Some((ptr, size, bytes)) = first.filter(|&(_, size, bytes)| all && step_ok(size, bytes)) else {
         return Ok(fx.bcx.ins().iconst(types::I8, 0));
     };
     let base = fx.scalar(ptr)?;

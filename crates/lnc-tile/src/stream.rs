@@ -299,11 +299,11 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     let k = |f: &mut Function, v: i64| konst(f, DType::I32, Const::Int(v));
     let (zero, s_c, line_c, two_lines, low_c) =
         (k(f, 0), k(f, s), k(f, line), k(f, 2 * line), k(f, line - 1));
-    // A row streamed whole must start on one of its stores' tiles: 32 bytes where the code
-    // generator computes them at once (lnc-clif's `wide`, whose non-temporal stores then
-    // need that alignment); a row 16 bytes past one streams its whole lines instead.
+    // A row streamed whole must start on one of its stores' tiles: 32 or 64 bytes where the
+    // code generator computes them at once (lnc-clif's `wide`, whose non-temporal stores
+    // then need that alignment); a row 16 bytes past one streams its whole lines instead.
     let tile_bytes =
-        chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, 32);
+        chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, LINE_BYTES);
     let vector_low_c = k(f, tile_bytes / size - 1);
     let no = konst(f, DType::I1, Const::Int(0));
     let row_end = row_end(f, l, parent, ptr);
