@@ -23,9 +23,10 @@ pub struct CompileOptions {
     /// has AVX2, in 256-bit vectors; 4 elsewhere, one 128-bit vector of fp32. Sixteen
     /// lanes are for kernels with `fp16`/`bf16` arguments only, whose loops the arithmetic
     /// bounds (seed forward in fp16, in the cache: 1.5–1.9× the element rate of 256-bit
-    /// loops); the others are tiled in 8: a 64-byte vector of a row only 16-byte aligned
-    /// (as a large `Vec`'s rows are) spans two cache lines on every access, and the fp32
-    /// forward ran 15–20 % slower in 512 bits than in 256.
+    /// loops); the others are tiled in 8: the fp32 forward ran up to 30 % slower in 512
+    /// bits than in 256, and the backward 20–30 % (likely, not isolated: a 64-byte vector
+    /// of a row only 16-byte aligned, as a large `Vec`'s rows are, spans two cache lines
+    /// on every access).
     pub lanes: u8,
     /// Run the IR verifiers after every stage and pass, and Cranelift's on the function it
     /// is given. Default: on in debug builds (every test runs them), off in release ones
