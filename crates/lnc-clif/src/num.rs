@@ -8,7 +8,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{ConstantData, InstBuilder, MemFlagsData, Type, Value, types};
 use cranelift_frontend::FunctionBuilder;
-use lnc_lir::{self as lir, BinOp, CmpOp, DType, ReduceOp, Ty, UnOp};
+use lnc_lir::{self as lir, BinOp, CmpOp, DType, Opcode, ReduceOp, Ty, UnOp};
 
 use crate::base::{FunctionCx, iconst};
 use crate::value::{self, CVal, Tile};
@@ -521,8 +521,21 @@ pub(crate) fn codegen_select(
         return lanewise(fx, ty, per_of, &[a, b], |fx, v| Ok(fx.bcx.ins().select(c, v[0], v[1])));
     }
     let per_of = per_for(d, true);
+    // A mask known at compile time picks whole parts without a blend: the lane-0 mask
+    // through which a reduction's scalar tail adds each element into its tile selects
+    // the identity for every part but the first.
+    let known = const_mask(fx.f, cond);
+    let per = usize::from(per_of(ty.lanes()));
+    let mut part = 0;
     lanewise(fx, ty, per_of, &[cond, a, b], |fx, v| {
         let (c, x, y) = (v[0], v[1], v[2]);
+        let lanes = known.as_ref().and_then(|m| m.get(part * per..(part + 1) * per));
+        part += 1;
+        match lanes {
+            Some(l) if l.iter().all(|&t| t) => return Ok(x),
+            Some(l) if l.iter().all(|&t| !t) => return Ok(y),
+            _ => {}
+        }
         let xt = fx.bcx.func.dfg.value_type(x);
         if !xt.is_vector() {
             return Ok(fx.bcx.ins().select(c, x, y));
@@ -530,6 +543,45 @@ pub(crate) fn codegen_select(
         let m = mask_for(&mut fx.bcx, c, xt);
         Ok(fx.bcx.ins().bitselect(m, x, y))
     })
+}
+
+/// The lanes of the mask tile `v` when they are known at compile time: a comparison of
+/// signed integer tiles that are each an `iota` of a constant or a splat of one.
+fn const_mask(f: &lir::Function, v: lir::Value) -> Option<Vec<bool>> {
+    let lanes = i64::from(f.ty(v).lanes());
+    let lir::ValueDef::Result(i, _) = f.values[v].def else { return None };
+    let d = &f.insts[i];
+    let Opcode::Cmp(op) = d.opcode else { return None };
+    let known = |a: lir::Value| -> Option<Vec<i64>> {
+        // The lanes as the code computes them: `i32` lanes wrap.
+        let wrap = match f.ty(a).dtype() {
+            DType::I32 => |x: i64| i64::from(x as i32),
+            DType::I64 => |x: i64| x,
+            _ => return None,
+        };
+        let lir::ValueDef::Result(j, _) = f.values[a].def else { return None };
+        let dj = &f.insts[j];
+        let c = lnc_lir::ranges::const_int(f, *dj.args.first()?)?;
+        match dj.opcode {
+            Opcode::Iota => Some((0..lanes).map(|k| wrap(c.wrapping_add(k))).collect()),
+            Opcode::Splat => Some(vec![wrap(c); lanes as usize]),
+            _ => None,
+        }
+    };
+    let (x, y) = (known(d.args[0])?, known(d.args[1])?);
+    Some(
+        x.iter()
+            .zip(&y)
+            .map(|(a, b)| match op {
+                CmpOp::Eq => a == b,
+                CmpOp::Ne => a != b,
+                CmpOp::Lt => a < b,
+                CmpOp::Le => a <= b,
+                CmpOp::Gt => a > b,
+                CmpOp::Ge => a >= b,
+            })
+            .collect(),
+    )
 }
 
 /// True when `s -> d` has an x86-64 vector form between parts of the same lane count.
