@@ -318,20 +318,27 @@ fn constants_in_256_bit_loops() {
     }
 }
 
+/// A kernel `name` that stores `expr` of the loaded `x`, one block of `BLOCK` per program.
+fn elementwise(name: &str, expr: &str) -> String {
+    format!(
+        "import triton\nimport triton.language as tl\n\n@triton.jit\n\
+         def {name}(X, Y, N, BLOCK: tl.constexpr):\n\
+         \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
+         \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
+         \x20   tl.store(Y + offs, {expr}, mask=offs < N)\n"
+    )
+}
+
 /// `bf16` tiles loaded in a 256-bit loop for arithmetic (`vpmovzxwd ymm, m128` and a
 /// shift, no quieting): every one of the 65 536 patterns (subnormals, infinities, NaNs)
 /// times 1.5 plus 0.25 in fp32, the bits Rust computes from the `half` crate's widening,
 /// and the bits of 128-bit vectors.
 #[test]
 fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
-    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\n\
-               def scale(X, Y, N, BLOCK: tl.constexpr):\n\
-               \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
-               \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
-               \x20   tl.store(Y + offs, x.to(tl.float32) * 1.5 + 0.25, mask=offs < N)\n";
+    let src = elementwise("scale", "x.to(tl.float32) * 1.5 + 0.25");
     let eight = lnc::CompileOptions { lanes: 8, ..Default::default() };
     let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("scale.py", src.to_string()).expect("parses")
+        lnc::Jit::with_options(opts).module("scale.py", src.clone()).expect("parses")
     };
     let (wide, pairs) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
     let x: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
@@ -362,14 +369,10 @@ fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
 /// the bits of the same 16-lane tiles in 128-bit vectors; streamed or cached.
 #[test]
 fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
-    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\n\
-               def narrow(X, Y, N, BLOCK: tl.constexpr):\n\
-               \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
-               \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
-               \x20   tl.store(Y + offs, x * 1.0, mask=offs < N)\n";
+    let src = elementwise("narrow", "x * 1.0");
     let sixteen = lnc::CompileOptions { lanes: 16, ..Default::default() };
     let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("narrow.py", src.to_string()).expect("parses")
+        lnc::Jit::with_options(opts).module("narrow.py", src.clone()).expect("parses")
     };
     let mut rng = rng();
     // Edge classes: zeros, subnormals, the largest finite values (some round to

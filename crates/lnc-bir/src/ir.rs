@@ -121,6 +121,20 @@ pub enum CmpOp {
     Ge,
 }
 
+impl CmpOp {
+    /// Whether `a op b` holds (IEEE comparisons for floats: false with a NaN, but `!=`).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
 /// Unary elementwise operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {

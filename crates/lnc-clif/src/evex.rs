@@ -295,6 +295,18 @@ mod tests {
         (code, decoded)
     }
 
+    /// `vaddps xmm1, xmm2, xmm3`.
+    fn vaddps() -> Instruction {
+        Instruction::with3(Code::VEX_Vaddps_xmm_xmm_xmmm128, Register::XMM1, Register::XMM2, Register::XMM3)
+            .expect("vaddps")
+    }
+
+    /// `vmovups xmm, [base + displ]`.
+    fn vmovups(reg: Register, base: Register, displ: i64) -> Instruction {
+        Instruction::with2(Code::VEX_Vmovups_xmm_xmmm128, reg, MemoryOperand::with_base_displ(base, displ))
+            .expect("vmovups")
+    }
+
     fn decode_all(code: &[u8], end: usize) -> Vec<Instruction> {
         let mut d = Decoder::with_ip(64, &code[..end], 0, DecoderOptions::NONE);
         let mut out = Vec::new();
@@ -306,13 +318,7 @@ mod tests {
 
     #[test]
     fn widened_instructions_take_evex_forms_on_zmm_registers() {
-        let add = Instruction::with3(
-            Code::VEX_Vaddps_xmm_xmm_xmmm128,
-            Register::XMM1,
-            Register::XMM2,
-            Register::XMM3,
-        )
-        .expect("add");
+        let add = vaddps();
         let w = to_zmm(&add).expect("has a 512-bit form");
         assert_eq!(w.code(), Code::EVEX_Vaddps_zmm_k1z_zmm_zmmm512b32_er);
         assert_eq!(
@@ -361,31 +367,15 @@ mod tests {
             (Register::RAX, Register::RCX, 2, 32)
         );
         // Anything else is refused.
-        let add = Instruction::with3(
-            Code::VEX_Vaddps_xmm_xmm_xmmm128,
-            Register::XMM1,
-            Register::XMM2,
-            Register::XMM3,
-        )
-        .expect("add");
+        let add = vaddps();
         assert!(stream_f16(&add).is_err());
     }
 
     #[test]
     fn a_displacement_compressed_by_evex_shrinks_the_code() {
         // vmovups xmm0, [rdi+0x80]: a dword displacement in VEX, a byte (2 × 64) in EVEX.
-        let load = Instruction::with2(
-            Code::VEX_Vmovups_xmm_xmmm128,
-            Register::XMM0,
-            MemoryOperand::with_base_displ(Register::RDI, 0x80),
-        )
-        .expect("load");
-        let rip = Instruction::with2(
-            Code::VEX_Vmovups_xmm_xmmm128,
-            Register::XMM1,
-            MemoryOperand::with_base_displ(Register::RIP, 64),
-        )
-        .expect("rip load");
+        let load = vmovups(Register::XMM0, Register::RDI, 0x80);
+        let rip = vmovups(Register::XMM1, Register::RIP, 64);
         let jmp = Instruction::with_branch(Code::Jmp_rel32_64, 0).expect("jmp");
         let (mut code, insts) = assemble(&[load, rip, jmp]);
         code.resize(64, 0xcc);
@@ -412,19 +402,9 @@ mod tests {
         //    not being a multiple of 64)
         // then a branch back to it, a RIP-relative load of the data after the code, a
         // `mov rax, imm64` holding a relocation, and a return.
-        let load = Instruction::with2(
-            Code::VEX_Vmovups_xmm_xmmm128,
-            Register::XMM0,
-            MemoryOperand::with_base_displ(Register::RDI, 16),
-        )
-        .expect("load");
+        let load = vmovups(Register::XMM0, Register::RDI, 16);
         let jmp = Instruction::with_branch(Code::Jne_rel32_64, 0).expect("jne");
-        let rip = Instruction::with2(
-            Code::VEX_Vmovups_xmm_xmmm128,
-            Register::XMM1,
-            MemoryOperand::with_base_displ(Register::RIP, 64),
-        )
-        .expect("rip load");
+        let rip = vmovups(Register::XMM1, Register::RIP, 64);
         let mov =
             Instruction::with2(Code::Mov_r64_imm64, Register::RAX, 0x1122_3344_5566_7788u64).expect("mov");
         let ret = Instruction::with(Code::Retnq);

@@ -569,19 +569,7 @@ fn const_mask(f: &lir::Function, v: lir::Value) -> Option<Vec<bool>> {
         }
     };
     let (x, y) = (known(d.args[0])?, known(d.args[1])?);
-    Some(
-        x.iter()
-            .zip(&y)
-            .map(|(a, b)| match op {
-                CmpOp::Eq => a == b,
-                CmpOp::Ne => a != b,
-                CmpOp::Lt => a < b,
-                CmpOp::Le => a <= b,
-                CmpOp::Gt => a > b,
-                CmpOp::Ge => a >= b,
-            })
-            .collect(),
-    )
+    Some(x.iter().zip(&y).map(|(a, b)| op.holds(a, b)).collect())
 }
 
 /// True when `s -> d` has an x86-64 vector form between parts of the same lane count.

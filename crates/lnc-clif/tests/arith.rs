@@ -32,14 +32,7 @@ trait Elem: Copy + Debug + PartialEq + 'static {
 }
 
 fn cmp_by<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
-    match op {
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
-    }
+    op.holds(a, b)
 }
 
 macro_rules! int_elem {

@@ -340,14 +340,7 @@ pub fn eval_cmp(op: CmpOp, d: DType, a: Const, b: Const) -> Option<bool> {
                 CmpOp::Ge => ord != Ordering::Less,
             })
         }
-        (Const::Float(x), Const::Float(y)) if d.is_float() => Some(match op {
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-        }),
+        (Const::Float(x), Const::Float(y)) if d.is_float() => Some(op.holds(x, y)),
         _ => None,
     }
 }

@@ -625,14 +625,7 @@ fn fold(op: BinOp, x: f64, y: f64) -> Option<f64> {
 }
 
 fn compare(op: CmpOp, x: f64, y: f64) -> bool {
-    match op {
-        CmpOp::Eq => x == y,
-        CmpOp::Ne => x != y,
-        CmpOp::Lt => x < y,
-        CmpOp::Le => x <= y,
-        CmpOp::Gt => x > y,
-        CmpOp::Ge => x >= y,
-    }
+    op.holds(x, y)
 }
 
 fn unary(op: UnOp, x: f64) -> Option<f64> {
