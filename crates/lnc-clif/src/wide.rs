@@ -9,8 +9,9 @@
 //! A loop qualifies ([`loops`]) when everything in it that touches a tile is a contiguous
 //! unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows in scratch;
 //! or a load of `bf16` that only arithmetic uses, [`BF16_LOAD_MARK`]), a splat, `+ - * /`,
-//! `fma`, `sqrt` or an exact cast, of tiles of a multiple of 8 lanes; every tile it uses is
-//! made inside it or carried by it; and its carried tiles start as splats. Such a loop is
+//! `fma`, `sqrt` or an exact cast, of tiles of a multiple of 8 lanes (16 in 512-bit
+//! loops); every tile it uses is made inside it or carried by it; and its carried tiles
+//! start as splats. Such a loop is
 //! emitted with one Cranelift `f32x4` value per 8 lanes (a *wide part*, `Tile { per: 8 }`):
 //! its low 128 bits are what Cranelift computes, its high 128 bits what module `widen`
 //! makes the same instructions compute after compilation, by setting the `L` bit of their
@@ -22,8 +23,13 @@
 //! Values cross the loop's boundary through the program's scratch area (bytes of its
 //! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each
 //! constant the loop uses, as a broadcast of the scalar stored there ([`enter_splat`],
-//! [`broadcast_constants`]); a result as one marked store and its high half loaded back,
-//! its low half being the wide part itself ([`leave`]).
+//! [`broadcast_constants`]); a result as one marked store and its lanes past the first
+//! four loaded back, those four being the wide part itself ([`leave`]).
+//!
+//! In 512-bit loops ([`ZMM_PER`]: 16-lane parts, module `evex`) a tile rounded to `bf16`
+//! qualifies too when only stores use it: the store rounds it with integer code and a
+//! marked placeholder that `evex` makes a `vpmovdw` ([`BF16_STORE_MARK`]), and half stores
+//! may stream ([`BF16_STREAM_MARK`], `f16c::WIDE_STREAM_MARK`).
 //!
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
 //! marked store writes was computed by widened instructions from marked loads and
@@ -41,14 +47,14 @@ use crate::base::{FunctionCx, data_flags};
 use crate::memory::{self, Access};
 use crate::value::{CVal, Tile};
 
-/// The trap code marking a load of a wide part (32 bytes once widened).
+/// The trap code marking a load of a wide part (32 or 64 bytes once widened).
 pub(crate) const LOAD_MARK: u8 = 0x57;
 
 /// The trap code marking a cached store of a wide part.
 pub(crate) const STORE_MARK: u8 = 0x58;
 
 /// The trap code marking a streaming store of a wide part (module `stream` makes it
-/// non-temporal, module `widen` 32 bytes wide).
+/// non-temporal, module `widen` 32 or 64 bytes wide).
 pub(crate) const STREAM_MARK: u8 = 0x59;
 
 /// The trap code marking the load of a wide part of `bf16` lanes: `uload16x4`, which
