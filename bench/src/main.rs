@@ -1193,11 +1193,7 @@ fn run(opts: Opts) -> Result<()> {
         ..Default::default()
     };
     let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
-    let compile_opts = if opts.no_zmm {
-        lnc::CompileOptions { lanes: compile_opts.lanes.min(8), ..compile_opts }
-    } else {
-        compile_opts
-    };
+    let compile_opts = if opts.no_zmm { compile_opts.in_256_bits() } else { compile_opts };
     if opts.no_wide {
         println!("compiled with 128-bit vectors only (--no-wide)");
     } else if compile_opts.wide && lnc::computes_wide() {

@@ -337,8 +337,7 @@ fn streamed_rows_equal_cached_rows<T: Half + PartialEq + std::fmt::Debug>() {
             verify: true,
             stream_threshold: threshold,
             f16c: false,
-            lanes: lnc::CompileOptions::default().lanes.min(8),
-            ..Default::default()
+            ..lnc::CompileOptions::default().in_256_bits()
         };
         seed_module(&lnc::Jit::with_options(opts))
     };
@@ -410,9 +409,12 @@ fn bf16_row_conversions_equal_tile_conversions() {
 #[test]
 fn fp16_f16c_conversions_equal_integer_conversions() {
     let module = |f16c| {
-        let lanes = lnc::CompileOptions::default().lanes.min(8);
-        let opts =
-            lnc::CompileOptions { verify: true, f16c, stream_threshold: 0, lanes, ..Default::default() };
+        let opts = lnc::CompileOptions {
+            verify: true,
+            f16c,
+            stream_threshold: 0,
+            ..lnc::CompileOptions::default().in_256_bits()
+        };
         seed_module(&lnc::Jit::with_options(opts))
     };
     let modules = [module(true), module(false)];

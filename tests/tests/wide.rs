@@ -318,15 +318,17 @@ fn constants_in_256_bit_loops() {
     }
 }
 
-/// A kernel `name` that stores `expr` of the loaded `x`, one block of `BLOCK` per program.
-fn elementwise(name: &str, expr: &str) -> String {
-    format!(
+/// A kernel `name` that stores `expr` of the loaded `x`, one block of `BLOCK` per program,
+/// compiled with `opts`.
+fn elementwise(name: &str, expr: &str, opts: lnc::CompileOptions) -> lnc::Module {
+    let src = format!(
         "import triton\nimport triton.language as tl\n\n@triton.jit\n\
          def {name}(X, Y, N, BLOCK: tl.constexpr):\n\
          \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
          \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
          \x20   tl.store(Y + offs, {expr}, mask=offs < N)\n"
-    )
+    );
+    lnc::Jit::with_options(opts).module(format!("{name}.py"), src).expect("parses")
 }
 
 /// `bf16` tiles loaded in a 256-bit loop for arithmetic (`vpmovzxwd ymm, m128` and a
@@ -335,11 +337,8 @@ fn elementwise(name: &str, expr: &str) -> String {
 /// and the bits of 128-bit vectors.
 #[test]
 fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
-    let src = elementwise("scale", "x.to(tl.float32) * 1.5 + 0.25");
     let eight = lnc::CompileOptions { lanes: 8, ..Default::default() };
-    let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("scale.py", src.clone()).expect("parses")
-    };
+    let module = |opts| elementwise("scale", "x.to(tl.float32) * 1.5 + 0.25", opts);
     let (wide, pairs) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
     let x: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
     let n = x.len() - 3;
@@ -369,11 +368,8 @@ fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
 /// the bits of the same 16-lane tiles in 128-bit vectors; streamed or cached.
 #[test]
 fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
-    let src = elementwise("narrow", "x * 1.0");
     let sixteen = lnc::CompileOptions { lanes: 16, ..Default::default() };
-    let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("narrow.py", src.clone()).expect("parses")
-    };
+    let module = |opts| elementwise("narrow", "x * 1.0", opts);
     let mut rng = rng();
     // Edge classes: zeros, subnormals, the largest finite values (some round to
     // infinity), infinities, quiet and signaling NaNs with payloads, exact ties with even

@@ -207,7 +207,7 @@ fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
         ..Default::default()
     };
     let opts = if code.no_wide { opts.narrow() } else { opts };
-    let opts = if code.no_zmm { lnc::CompileOptions { lanes: opts.lanes.min(8), ..opts } } else { opts };
+    let opts = if code.no_zmm { opts.in_256_bits() } else { opts };
     Ok(Jit::with_options(opts).load(file)?)
 }
 

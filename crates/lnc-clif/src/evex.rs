@@ -100,30 +100,23 @@ pub(crate) fn to_zmm(ins: &Instruction) -> Option<Instruction> {
 }
 
 /// The streaming store of the `fp16` wide part that `ins` (`vcvtps2ph m64, xmm, imm`)
-/// stores: `vcvtps2ph ymm16, zmm, imm` then `vmovntdq m256, ymm16`. `ymm16` is free:
-/// Cranelift allocates the first sixteen vector registers only, and EVEX reaches the
-/// others.
+/// stores: `vcvtps2ph ymm16, zmm, imm` then `vmovntdq m256, ymm16` ([`through_ymm16`]).
 pub(crate) fn stream_f16(ins: &Instruction) -> Result<Vec<Instruction>, Unproven> {
     let fail = || Unproven(format!("the streaming fp16 store at {:#x} is {:?}", ins.ip(), ins.code()));
     if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory {
         return Err(fail());
     }
     let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
-    let convert = Instruction::with3(
-        Code::EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae,
-        Register::YMM16,
-        src,
-        u32::from(ins.immediate8()),
-    )
-    .map_err(|_| fail())?;
-    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, memory_of(ins), Register::YMM16)
-        .map_err(|_| fail())?;
-    Ok(vec![convert, store])
+    let imm = u32::from(ins.immediate8());
+    let convert =
+        Instruction::with3(Code::EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae, Register::YMM16, src, imm)
+            .map_err(|_| fail())?;
+    through_ymm16(ins, convert).ok_or_else(fail)
 }
 
 /// The store of the `bf16` wide part that `ins` (`vpextrq m64, xmm, 0`, module `wide`'s
 /// `store_bf16`) stores, its bits in the low halves of 32-bit lanes: `vpmovdw m256, zmm`;
-/// `streams`: `vpmovdw ymm16, zmm` then `vmovntdq m256, ymm16`.
+/// `streams`: `vpmovdw ymm16, zmm` then `vmovntdq m256, ymm16` ([`through_ymm16`]).
 pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruction>, Unproven> {
     let fail = || Unproven(format!("the bf16 store at {:#x} is {:?}", ins.ip(), ins.code()));
     if ins.code() != Code::VEX_Vpextrq_rm64_xmm_imm8
@@ -134,16 +127,22 @@ pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruc
     }
     let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
     if !streams {
-        return Ok(vec![
-            Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, memory_of(ins), src)
-                .map_err(|_| fail())?,
-        ]);
+        let store = Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, memory_of(ins), src)
+            .map_err(|_| fail())?;
+        return Ok(vec![store]);
     }
     let narrow =
         Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, Register::YMM16, src).map_err(|_| fail())?;
-    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, memory_of(ins), Register::YMM16)
-        .map_err(|_| fail())?;
-    Ok(vec![narrow, store])
+    through_ymm16(ins, narrow).ok_or_else(fail)
+}
+
+/// `first`, which leaves 32 bytes in `ymm16`, then their non-temporal store to `ins`'s
+/// memory operand (`vmovntdq m256, ymm16`, which x86 has no converting form of). `ymm16`
+/// is free: Cranelift allocates the first sixteen vector registers only, and EVEX
+/// reaches the others.
+fn through_ymm16(ins: &Instruction, first: Instruction) -> Option<Vec<Instruction>> {
+    let store = Instruction::with2(Code::EVEX_Vmovntdq_m256_ymm, memory_of(ins), Register::YMM16).ok()?;
+    Some(vec![first, store])
 }
 
 /// The memory operand of `ins`, its displacement in EVEX's compressed byte where it fits.

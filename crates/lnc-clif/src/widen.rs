@@ -300,25 +300,13 @@ fn marked_kind(code: &[u8], ins: &Instruction, mark: u8, zmm: bool) -> Option<Ki
     };
     let memory_operand = (0..ins.op_count()).position(|k| ins.op_kind(k) == OpKind::Memory)?;
     let memory_ok = (kind == Kind::Load) == (memory_operand == 1);
-    let widens = |keep| {
-        if zmm {
-            ins.encoding() == EncodingKind::VEX && crate::evex::to_zmm(ins).is_some()
-        } else {
-            widens(code, ins, keep)
-        }
-    };
+    let widens = |keep| widens_to(code, ins, keep, zmm);
     (wanted.contains(&ins.mnemonic()) && memory_ok && widens(None)).then_some(kind)
 }
 
 /// The kind of an unmarked instruction inside a wide loop (of 512 bits when `zmm`).
 fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
-    let widens = |keep| {
-        if zmm {
-            ins.encoding() == EncodingKind::VEX && crate::evex::to_zmm(ins).is_some()
-        } else {
-            widens(code, ins, keep)
-        }
-    };
+    let widens = |keep| widens_to(code, ins, keep, zmm);
     let registers_only =
         (0..ins.op_count()).all(|k| matches!(ins.op_kind(k), OpKind::Register | OpKind::Immediate8));
     if LANE_WISE.contains(&ins.mnemonic()) && registers_only && widens(None) {
@@ -328,6 +316,16 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
         return Kind::Broadcast;
     }
     Kind::Other
+}
+
+/// Whether `ins` widens: to 512 bits when `zmm` (it has an EVEX form, module `evex`),
+/// else to 256 ([`widens`]).
+fn widens_to(code: &[u8], ins: &Instruction, keep: Option<u32>, zmm: bool) -> bool {
+    if zmm {
+        ins.encoding() == EncodingKind::VEX && crate::evex::to_zmm(ins).is_some()
+    } else {
+        widens(code, ins, keep)
+    }
 }
 
 /// Whether `ins` is VEX-encoded with `L` clear and, decoded with `L` set, is the same

@@ -193,7 +193,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16, opts.stream && !opts.half_stores, opts.half_stores);
+        rows::run(&mut lir, opts.native_f16, opts.stream, opts.half_stores);
     }
     if opts.bounds {
         bounds::run(&mut lir);

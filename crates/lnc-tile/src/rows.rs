@@ -94,19 +94,29 @@ struct NativeF16 {
     stream: bool,
 }
 
+/// How the half stores of a loop are kept: `native`, `fp16` tiles convert in one
+/// instruction each way; `tiles`, `bf16` stores, and `fp16` ones where `native`, stay in
+/// their loops (`TileOptions::half_stores`).
+#[derive(Clone, Copy)]
+struct HalfStores {
+    native: Option<NativeF16>,
+    tiles: bool,
+}
+
 /// Rewrites the half accesses of every qualifying loop.
 /// `native_f16`: `fp16` tiles convert in one instruction each way
 /// ([`crate::TileOptions::native_f16`]); `stream`: row stores into arguments the kernel
 /// never reads will stream (module `stream`).
-/// `bf16_tiles`: `bf16` stores stay in their loops (`TileOptions::half_stores`).
-pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, bf16_tiles: bool) {
+/// `half_stores`: `bf16` stores, and `fp16` ones with `native_f16`, stay in their loops
+/// (`TileOptions::half_stores`).
+pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, half_stores: bool) {
     let loops = for_loops(f);
     let args = ArgAccess::of(f);
     let native = native_f16.then_some(NativeF16 { stream });
     let parent = parents(f);
     let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l], &args, native, bf16_tiles, &mut flags);
+        rewrite_loop(f, l, parent[&l], &args, HalfStores { native, tiles: half_stores }, &mut flags);
     }
     if flags > 0 {
         // The flags take the scratch area's first bytes, which the runtime zeroes.
@@ -155,10 +165,10 @@ fn rewrite_loop(
     l: Inst,
     parent: Parent,
     args: &ArgAccess,
-    native: Option<NativeF16>,
-    bf16_tiles: bool,
+    half: HalfStores,
     flags: &mut u8,
 ) {
+    let native = half.native;
     let written = &args.written;
     let d = &f.insts[l];
     if int_of(f, d.args[0]) != Some(0) {
@@ -270,7 +280,8 @@ fn rewrite_loop(
                 let arg = f.sites[site as usize].arg;
                 let tile_f16 = ty.dtype() == DType::F16
                     && native.is_some_and(|n| {
-                        !(n.stream && !args.read.contains(&arg) && extent * 2 > MAX_F16_TILE_STORE_ROW)
+                        half.tiles
+                            || !(n.stream && !args.read.contains(&arg) && extent * 2 > MAX_F16_TILE_STORE_ROW)
                     });
                 // An unmasked store in a loop `bounds` will split stores in the tiles past
                 // `n` too, which `bounds` may then drop as doing nothing but scratch writes
@@ -278,7 +289,7 @@ fn rewrite_loop(
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
                     && !tile_f16
-                    && !(bf16_tiles && ty.dtype() == DType::BF16)
+                    && !(half.tiles && ty.dtype() == DType::BF16)
                     && (has_mask || bound.is_none())
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && (per_arg[&arg] == (0, 1)

@@ -92,6 +92,12 @@ impl CompileOptions {
     pub fn narrow(self) -> CompileOptions {
         CompileOptions { lanes: 4, wide: false, ..self }
     }
+
+    /// These options with 256-bit loops at most: 8 lanes (what lnc compiles on a host
+    /// without AVX-512; `--no-zmm`).
+    pub fn in_256_bits(self) -> CompileOptions {
+        CompileOptions { lanes: self.lanes.min(8), ..self }
+    }
 }
 
 impl Default for CompileOptions {
