@@ -66,7 +66,10 @@ use crate::rewrite::{
 const VECTOR_BYTES: i64 = 16;
 /// Bytes a loop's step must cover: two vectors, as in the unrolled steady loop of a pass,
 /// not its remainder loop, which runs once and would leave a partial line in the
-/// write-combining buffers.
+/// write-combining buffers. With 8-lane `fp32` tiles a remainder loop of one tile covers
+/// 32 bytes and streams: keeping its stores cached (a step of at least two tiles) made the
+/// seed forward and backward at N = 1000 (whose rows end in such a tile) 2–7 % slower in
+/// three alternated lnc-bench runs, and saved 0.1 ms of the dx kernel's compile time.
 const MIN_STEP_BYTES: i64 = 32;
 /// Bytes of a cache line.
 const LINE_BYTES: i64 = 64;
