@@ -299,6 +299,60 @@ fn one_check_for_the_loops_of_a_pass_reports_the_first_element_past_the_end() {
     }
 }
 
+/// Rows whose stores stream (`stream_threshold = 0`) are split at their cache lines into a
+/// cached head, streamed lines and a cached end (lnc-tile's `stream`), whose last iterations
+/// are moved back; the three loops and the remainder loops after them are checked once per
+/// argument, over the range their iterations reach. The report must be the same as for
+/// unsplit rows: the first element past the end, in the program that overruns, with nothing
+/// written past Y. Rows start at every phase of a line (`shift`), so heads and ends of every
+/// length run, including heads of two overlapping iterations.
+#[test]
+fn rows_split_at_their_lines_are_checked_once_and_report_the_first_element_past_the_end() {
+    for lanes in [4u8, 8, 16] {
+        let opts = lnc::CompileOptions { stream_threshold: 0, lanes, ..Default::default() };
+        let m = lnc::Jit::with_options(opts).module("safety.py", SRC).unwrap_or_else(|e| panic!("{e}"));
+        let k = m.kernel("center_rows", "*fp32,*fp32,i32,1024").unwrap();
+        let mut r = rng();
+        for n in [1000usize, 523, 200, 75, 64, 37] {
+            for shift in [0usize, 1, 3, 4, 9, 15] {
+                let rows = 5;
+                let len = rows * n;
+                let what = format!("lanes = {lanes}, N = {n}, shift = {shift}");
+                let x_buf = randn(&mut r, len + shift, 0.5, 1.0);
+                let x = &x_buf[shift..];
+                let mut y_buf = guarded(len + shift);
+                let y = &mut y_buf[shift..];
+
+                let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
+                assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "{what}");
+                assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
+                assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
+
+                let o = oob(k.launch(rows as u32, &lnc::args![x, &mut y[..len - 1], n as i32]));
+                assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "{what}");
+                assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
+                assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
+                assert_guard_intact(y, len - 1);
+
+                let mut checked = vec![f32::NAN; len];
+                let mut unchecked = vec![f32::NAN; len];
+                k.launch(rows as u32, &lnc::args![x, &mut checked, n as i32]).unwrap();
+                // SAFETY: every program reads and writes its own row, and both buffers hold
+                // all rows.
+                unsafe { k.launch_unchecked(rows as u32, &lnc::args![x, &mut unchecked, n as i32]).unwrap() };
+                assert_eq!(checked, unchecked, "{what}");
+                let mut want = Vec::new();
+                for row in x.chunks(n) {
+                    let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+                    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+                    want.extend(row.iter().map(|&v| (v as f64 - mean) * var));
+                }
+                assert_close(&what, &checked, &want, 1e-5, 1e-5);
+            }
+        }
+    }
+}
+
 /// fp16 rows converted whole (`row_load`/`row_store`): one check of the row before the
 /// conversion, naming the load's or the store's source line; nothing past Y is written.
 /// The same with the tiles converted by F16C (`CompileOptions::f16c`), where the host has

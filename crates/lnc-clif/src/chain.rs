@@ -11,22 +11,33 @@
 //! A run is loops `L1 … Lm` of one region, in order, with nothing but pure scalar and tile
 //! arithmetic between them, each with a constant positive step and each starting at the
 //! previous one's end (the same value). An access through pointer `p` at `iv + k` is
-//! *dense* in `Li` when it is the loop's only hoisted group for `p`, its tiles cover
-//! `[iv, iv + step)` without gap, and the loop's trip span `ub - lb` is provably a multiple
-//! of the step (both bounds multiples of it: constants, or `x & -2^j` with `2^j` a multiple
-//! of the step): then `Li` touches exactly `[lb + k, ub + k)`. When the bounds provably do
-//! not decrease along the run (`lb1 ≤ ub1 ≤ … ≤ ubm`), the loops of a stretch where the
+//! *dense* in `Li` when it is the loop's only hoisted group for `p` and its tiles cover
+//! `[iv, iv + step)` without gap. When the loop's trip span `ub - lb` is provably a
+//! multiple of the step (both bounds multiples of it: constants, or `x & -2^j` with `2^j` a
+//! multiple of the step), `Li` touches exactly `[lb + k, ub + k)`. When the bounds provably
+//! do not decrease along the run (`lb1 ≤ ub1 ≤ … ≤ ubm`), the loops of a stretch where the
 //! access is dense touch exactly `[lb_first + k, ub_last + k)`, and one check of that range
 //! is the same as the per-loop checks: it fails exactly when one of them would, and
 //! reports the same kind of element (the first outside, or the first past the end).
+//!
+//! Two kinds of loops may reach past their bounds (`Reach`), and lnc-tile's `stream` makes
+//! both when it splits a row at its cache lines: the head and end loops index by
+//! `min(iv, ub - step)`, whose last iteration moves back and may reach below `lb` (only if
+//! `ub - lb < step`, which that pass never makes), and the middle loop's span is a multiple
+//! of the step that no structural proof sees, so its last iteration could reach past `ub`.
+//! The run's check then covers the range the loops that run reach, computed at run time
+//! (the lowest clamp, the highest rounded end): still one range without gaps, since each
+//! loop that runs touches at least its own bounds, and exactly the run's range when the
+//! loops stay within their bounds. An earlier check of `[lb_first, ub_last)` does not
+//! stand for such a check; a later run over that range may reuse it, as it covers more.
 //!
 //! A check is reused when a previous one of this region or an enclosing one, emitted
 //! before, had the same pointer, site, element size and bounds (structurally equal values:
 //! the tiler recomputes the bounds of every pass). It was made on every path here, so a
 //! failure would already have stopped the program.
 
-use cranelift_codegen::ir::InstBuilder;
 use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
 use lnc_lir::ranges::const_int;
 use lnc_lir::{self as lir, BinOp, DType, Opcode, Ty, ValueDef};
 
@@ -156,26 +167,54 @@ fn run_of(fx: &FunctionCx, insts: &[lir::Inst], start: usize) -> Vec<lir::Inst> 
 /// Dense accesses of `for` instruction `l`, by (pointer, site, size, `k`): the accesses.
 type Dense = Vec<((lir::Value, u32, u32, Option<lir::Value>), Vec<lir::Inst>)>;
 
-fn dense(fx: &FunctionCx, l: lir::Inst) -> Dense {
+/// How far past its bounds a loop of a run may reach.
+#[derive(Clone, Copy, PartialEq)]
+enum Reach {
+    /// `ub - lb` is provably a multiple of the step: the loop touches `[lb, ub)`.
+    Exact,
+    /// The body indexes by `min(iv, t)` with `t = ub - step`, as lnc-tile's `stream` moves
+    /// the last iteration of the loops before and after a row's streamed lines back: when
+    /// the loop runs it touches `[min(lb, t), ub)`, below `lb` only if `ub - lb < step`.
+    Clamped(lir::Value),
+    /// Its span is not known to be a multiple of the step: the last iteration may reach
+    /// past `ub`, to `lb + ⌈(ub - lb) / step⌉·step`.
+    Rounded,
+}
+
+/// The dense accesses of `for` instruction `l`, and how far it reaches.
+fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
     let f = fx.f;
     let d = &f.insts[l];
-    let Some(step) = const_int(f, d.args[2]) else { return Vec::new() };
-    let spans_steps = aligned(f, d.args[0], step, PROOF_DEPTH) && aligned(f, d.args[1], step, PROOF_DEPTH);
-    if !spans_steps {
-        return Vec::new();
-    }
+    let Some(step) = const_int(f, d.args[2]) else { return (Vec::new(), Reach::Exact) };
     let groups = hoistable(fx, l);
+    let clamp = groups.first().and_then(|g| g.clamp);
+    let reach = match clamp {
+        Some(t) if ends_at(f, t, d.args[1], step) => Reach::Clamped(t),
+        Some(_) => return (Vec::new(), Reach::Exact),
+        None if aligned(f, d.args[0], step, PROOF_DEPTH) && aligned(f, d.args[1], step, PROOF_DEPTH) => {
+            Reach::Exact
+        }
+        None => Reach::Rounded,
+    };
     let mut out: Dense = Vec::new();
-    // Chained checks add `k` in the loops' type: widened offsets keep their own; so do
-    // clamped indices, which a chain's range of `iv` need not cover.
-    for g in groups.iter().filter(|g| !g.wide && g.clamp.is_none()) {
+    // Chained checks add `k` in the loops' type: widened offsets keep their own.
+    for g in groups.iter().filter(|g| !g.wide && g.clamp == clamp) {
         let key = (g.ptr, g.site, g.size, g.add);
         let only = groups.iter().filter(|h| (h.ptr, h.site, h.size, h.add) == key).count() == 1;
         if only && g.lo == 0 && g.hi + g.lanes as i64 == step {
             out.push((key, g.insts.clone()));
         }
     }
-    out
+    (out, reach)
+}
+
+/// Whether `t` is `ub - step`.
+fn ends_at(f: &lir::Function, t: lir::Value, ub: lir::Value, step: i64) -> bool {
+    def(f, t).is_some_and(|d| {
+        d.opcode == Opcode::Binary(BinOp::Sub)
+            && same(f, d.args[0], ub, DEPTH)
+            && const_int(f, d.args[1]) == Some(step)
+    })
 }
 
 /// In checked mode, before the `for` at `insts[start]`: one range check per dense access
@@ -208,27 +247,83 @@ pub(crate) fn emit_run_checks(
         }
     }
     let run = &run[..monotone];
-    let dense: Vec<Dense> = run.iter().map(|&l| dense(fx, l)).collect();
+    let dense: Vec<(Dense, Reach)> = run.iter().map(|&l| dense(fx, l)).collect();
     let dt = f.ty(lb).dtype();
     // Each key of the first loop, over the loops from the first that keep it dense.
-    for (key, _) in dense.first().cloned().unwrap_or_default() {
+    for (key, _) in dense.first().map(|d| d.0.clone()).unwrap_or_default() {
         let mut stretch = Vec::new();
-        for d in &dense {
+        let mut inexact = Vec::new();
+        for (&l, (d, reach)) in run.iter().zip(&dense) {
             match d.iter().find(|(k, _)| *k == key) {
                 Some((_, accesses)) => stretch.push(accesses),
                 None => break,
             }
+            if *reach != Reach::Exact {
+                inexact.push((l, *reach));
+            }
         }
-        if stretch.len() < 2 && !covered(fx, key, lb, f.insts[run[0]].args[1]) {
+        // A loop that may reach past its bounds may reach past the run's range: no earlier
+        // check of that range alone covers it.
+        if stretch.len() < 2 && (!inexact.is_empty() || !covered(fx, key, lb, f.insts[run[0]].args[1])) {
             // One loop alone: its own hoisted check (`hoist.rs`) is as good.
             continue;
         }
         let end = f.insts[run[stretch.len() - 1]].args[1];
         let accesses: Vec<lir::Inst> = stretch.into_iter().flatten().copied().collect();
-        emit_check(fx, key, (lb, end), dt)?;
+        let reach = if inexact.is_empty() { None } else { Some(reach_of(fx, (lb, end), &inexact, dt)?) };
+        emit_check(fx, key, (lb, end), dt, reach)?;
         fx.prechecked.extend(accesses);
     }
     Ok(())
+}
+
+/// The indices `[first, end)` that the loops of a run over `[lb, end)` with bounds in order
+/// touch, given those that may reach past their own bounds (`inexact`): from the lowest of
+/// `lb` and the clamps of the clamped loops that run, to the highest of `end` and the
+/// rounded ends of the others that run. Each loop that runs touches at least its own
+/// bounds, which continue one another: the range has no gap.
+fn reach_of(
+    fx: &mut FunctionCx,
+    (lb, end): (lir::Value, lir::Value),
+    inexact: &[(lir::Inst, Reach)],
+    dt: DType,
+) -> Result<(Value, Value), CodegenError> {
+    let signed = dt.is_signed();
+    let cc = if signed { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan };
+    let (lb, end) = (fx.scalar(lb)?, fx.scalar(end)?);
+    let (mut first, mut last) = (lb, end);
+    for &(l, reach) in inexact {
+        let d = &fx.f.insts[l];
+        let step = const_int(fx.f, d.args[2]).unwrap_or(1);
+        let (lo, hi) = (fx.scalar(d.args[0])?, fx.scalar(d.args[1])?);
+        let runs = fx.bcx.ins().icmp(cc, lo, hi);
+        match reach {
+            Reach::Clamped(t) => {
+                let t = fx.scalar(t)?;
+                let low = fx.bcx.ins().select(runs, t, lb);
+                first = if signed { fx.bcx.ins().smin(first, low) } else { fx.bcx.ins().umin(first, low) };
+            }
+            Reach::Rounded => {
+                // `lo + ((hi - lo - 1) / step + 1)·step`, as `hoist.rs` counts the trips.
+                let dist = fx.bcx.ins().isub(hi, lo);
+                let dist = fx.bcx.ins().iadd_imm_s(dist, -1);
+                let trips = if (step as u64).is_power_of_two() {
+                    fx.bcx.ins().ushr_imm_u(dist, step.trailing_zeros() as i64)
+                } else {
+                    let ty = fx.bcx.func.dfg.value_type(dist);
+                    let s = crate::base::iconst(&mut fx.bcx, ty, step);
+                    fx.bcx.ins().udiv(dist, s)
+                };
+                let trips = fx.bcx.ins().iadd_imm_s(trips, 1);
+                let span = fx.bcx.ins().imul_imm_s(trips, step);
+                let reached = fx.bcx.ins().iadd(lo, span);
+                let high = fx.bcx.ins().select(runs, reached, end);
+                last = if signed { fx.bcx.ins().smax(last, high) } else { fx.bcx.ins().umax(last, high) };
+            }
+            Reach::Exact => {}
+        }
+    }
+    Ok((first, last))
 }
 
 /// Whether a check in scope already covers `key` over `[first, end)`.
@@ -252,18 +347,24 @@ fn covered(
     })
 }
 
-/// Checks `ptr[first + k .. end + k)` when it is not empty, unless a check in scope did.
+/// Checks `ptr[first + k .. end + k)` when it is not empty, unless a check in scope did;
+/// or, when given, the range `reach` (in Cranelift values) that contains it, which is then
+/// checked whatever was before (the range recorded as checked is still `[first, end)`).
 fn emit_check(
     fx: &mut FunctionCx,
     key: (lir::Value, u32, u32, Option<lir::Value>),
     (first, end): (lir::Value, lir::Value),
     dt: DType,
+    reach: Option<(Value, Value)>,
 ) -> Result<(), CodegenError> {
-    if covered(fx, key, first, end) {
+    if reach.is_none() && covered(fx, key, first, end) {
         return Ok(());
     }
     let (ptr, site, size, add) = key;
-    let (mut lo, mut hi) = (fx.scalar(first)?, fx.scalar(end)?);
+    let (mut lo, mut hi) = match reach {
+        Some(r) => r,
+        None => (fx.scalar(first)?, fx.scalar(end)?),
+    };
     let cc = if dt.is_signed() { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan };
     let nonempty = fx.bcx.ins().icmp(cc, lo, hi);
     if let Some(k) = add {

@@ -361,6 +361,14 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     };
     let a = b.op(Opcode::Select, vec![split, a, lb], i32t);
     let e = b.op(Opcode::Select, vec![split, e, ub], i32t);
+    // `lb ≤ a ≤ e ≤ ub` already (a split row has two lines past `a`), but not provably:
+    // bounded so, the three loops are a run that lnc-clif's `chain` checks once for the
+    // row, as it did the loop before the split, instead of each with its own checks.
+    let (max, min) = (Opcode::Binary(BinOp::Max), Opcode::Binary(BinOp::Min));
+    let a = b.op(max, vec![a, lb], i32t);
+    let a = b.op(min, vec![a, ub], i32t);
+    let e = b.op(max, vec![e, a], i32t);
+    let e = b.op(min, vec![e, ub], i32t);
     let last_head = b.op(sub, vec![a, s_c], i32t);
     let last_tail = b.op(sub, vec![ub, s_c], i32t);
 
