@@ -52,6 +52,12 @@
 //!   hardware prefetchers to bring a 2 KB row meanwhile, and 64 KB of prefetches came too
 //!   fast.
 //!
+//! Not prefetched: rows read only under a lock, in loops nested in an `if` (the seed
+//! backward's partial rows of dw and db, `(pid % G)·N` into their buffers). Hosted by the
+//! same loop as the next program's x and dy, at the same indices, they made the seed
+//! backward slower in three alternated lnc-bench runs (2 threads, caches flushed): N = 768
+//! 0.97-1.08 → 1.25-1.31 ms, 1024 1.29-1.51 → 1.61-1.73, 2048 2.67-2.86 → 2.74-3.15.
+//!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
 
