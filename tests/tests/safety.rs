@@ -97,6 +97,15 @@ def double_in_blocks(X, Y, N, BLOCK: tl.constexpr):
         cols = off + tl.arange(0, BLOCK)
         m = cols < N
         tl.store(Y + cols, tl.load(X + cols, mask=m) * 2.0, mask=m)
+
+
+@triton.jit
+def add_rows_into(ACC, X, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+    acc = tl.load(ACC + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(ACC + row * N + cols, acc + x * 2.0, mask=cols < N)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -350,6 +359,38 @@ fn rows_split_at_their_lines_are_checked_once_and_report_the_first_element_past_
                 assert_close(&what, &checked, &want, 1e-5, 1e-5);
             }
         }
+    }
+}
+
+/// A row read and written back (`acc += x`) is checked once for the load and the store of
+/// the same elements: a buffer one element short is reported at the load, the first of
+/// the two in the program, as two checks in that order would; nothing past it is written.
+#[test]
+fn a_row_read_and_written_back_is_reported_at_its_load() {
+    let m = module();
+    let k = m.kernel("add_rows_into", "*fp32,*fp32,i32,1024").unwrap();
+    let mut r = rng();
+    for n in [1000usize, 75, 64, 3] {
+        let rows = 5;
+        let len = rows * n;
+        let x = randn(&mut r, len, 0.5, 1.0);
+        let mut acc = guarded(len);
+        let start = randn(&mut r, len, 0.0, 1.0);
+        acc[..len].copy_from_slice(&start);
+        let o = oob(k.launch(rows as u32, &lnc::args![&mut acc[..len - 1], &x, n as i32]));
+        assert_eq!(o.param.as_str(), "ACC", "N = {n}");
+        let line = SRC.lines().position(|l| l.contains("acc = tl.load(ACC")).unwrap() + 1;
+        assert!(o.location.starts_with(&format!("safety.py:{line}:")), "N = {n}: {}", o.location);
+        assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+        assert_eq!(acc[len - 1], start[len - 1], "N = {n}: the element past the buffer was written");
+        assert_guard_intact(&acc, len);
+
+        acc[..len].copy_from_slice(&start);
+        k.launch(rows as u32, &lnc::args![&mut acc[..len], &x, n as i32]).unwrap();
+        let want: Vec<f64> = start.iter().zip(&x).map(|(&a, &v)| a as f64 + 2.0 * v as f64).collect();
+        assert_close("add_rows_into", &acc[..len], &want, 1e-6, 1e-6);
+        assert_guard_intact(&acc, len);
     }
 }
 

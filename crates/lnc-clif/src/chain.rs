@@ -31,6 +31,10 @@
 //! loops stay within their bounds. An earlier check of `[lb_first, ub_last)` does not
 //! stand for such a check; a later run over that range may reuse it, as it covers more.
 //!
+//! A load and a store of the same elements through the same pointer in the same loops (a
+//! row read, updated and written back) get one check between them, naming the first of
+//! the two in the body: the access two checks in that order would have reported.
+//!
 //! A check is reused when a previous one of this region or an enclosing one, emitted
 //! before, had the same pointer, site, element size and bounds (structurally equal values:
 //! the tiler recomputes the bounds of every pass). It was made on every path here, so a
@@ -164,6 +168,9 @@ fn run_of(fx: &FunctionCx, insts: &[lir::Inst], start: usize) -> Vec<lir::Inst> 
     run
 }
 
+/// What a check covers: pointer, element size and `k`.
+type Checked = (lir::Value, u32, Option<lir::Value>);
+
 /// Dense accesses of `for` instruction `l`, by (pointer, site, size, `k`): the accesses.
 type Dense = Vec<((lir::Value, u32, u32, Option<lir::Value>), Vec<lir::Inst>)>;
 
@@ -250,6 +257,10 @@ pub(crate) fn emit_run_checks(
     let dense: Vec<(Dense, Reach)> = run.iter().map(|&l| dense(fx, l)).collect();
     let dt = f.ty(lb).dtype();
     // Each key of the first loop, over the loops from the first that keep it dense.
+    // Checks made here, by pointer, element size, `k` and loops: a load and a store of the
+    // same elements (a read-modify-write) need one, which reports the first of them in the
+    // body, as their two checks would.
+    let mut made: Vec<(Checked, usize)> = Vec::new();
     for (key, _) in dense.first().map(|d| d.0.clone()).unwrap_or_default() {
         let mut stretch = Vec::new();
         let mut inexact = Vec::new();
@@ -269,9 +280,18 @@ pub(crate) fn emit_run_checks(
             continue;
         }
         let end = f.insts[run[stretch.len() - 1]].args[1];
+        let loops = stretch.len();
         let accesses: Vec<lir::Inst> = stretch.into_iter().flatten().copied().collect();
-        let reach = if inexact.is_empty() { None } else { Some(reach_of(fx, (lb, end), &inexact, dt)?) };
-        emit_check(fx, key, (lb, end), dt, reach)?;
+        let (ptr, site, size, add) = key;
+        if made.contains(&((ptr, size, add), loops)) {
+            if let Some(scope) = fx.proven.last_mut() {
+                scope.push(Proven { ptr, site, size, add, first: lb, end });
+            }
+        } else {
+            let reach = if inexact.is_empty() { None } else { Some(reach_of(fx, (lb, end), &inexact, dt)?) };
+            emit_check(fx, key, (lb, end), dt, reach)?;
+            made.push(((ptr, size, add), loops));
+        }
         fx.prechecked.extend(accesses);
     }
     Ok(())
