@@ -106,6 +106,21 @@ def add_rows_into(ACC, X, N, BLOCK: tl.constexpr):
     x = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
     acc = tl.load(ACC + row * N + cols, mask=cols < N, other=0.0)
     tl.store(ACC + row * N + cols, acc + x * 2.0, mask=cols < N)
+
+
+@triton.jit
+def fill_pairs(Y, lo, hi):
+    for i in range(lo, hi, 2):
+        for c in tl.static_range(2):
+            tl.store(Y + i + c, 1)
+
+
+@triton.jit
+def fill_pairs_twice(Y, A, B, C):
+    B2 = tl.maximum(A, B)
+    C2 = tl.maximum(B2, C)
+    fill_pairs(Y, A, B2)
+    fill_pairs(Y, B2, C2)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -392,6 +407,22 @@ fn a_row_read_and_written_back_is_reported_at_its_load() {
         assert_close("add_rows_into", &acc[..len], &want, 1e-6, 1e-6);
         assert_guard_intact(&acc, len);
     }
+}
+
+/// Two loops one after the other whose span need not be a multiple of their step (their
+/// last iteration may pass their bound): their last element is past `i32::MAX - 1` here, so
+/// a range check for both ending at their rounded end computed in `i32` would wrap and
+/// miss it. The launch must fail at the last element instead of writing past Y (found by
+/// review). The buffer is 2 GiB of zero pages that are never touched but for its end.
+#[test]
+fn loops_whose_rounded_end_would_wrap_are_still_checked() {
+    let k = module().kernel("fill_pairs_twice", "*i8,i32,i32,i32").unwrap();
+    let len = i32::MAX as usize;
+    let mut y = vec![0i8; len + 64];
+    let a = i32::MAX - 1;
+    let o = oob(k.launch(1, &lnc::args![&mut y[..len], a, a, i32::MAX]));
+    assert_eq!((o.param.as_str(), o.offset), ("Y", i64::from(i32::MAX)));
+    assert!(y[len..].iter().all(|&v| v == 0), "memory past Y was written");
 }
 
 /// fp16 rows converted whole (`row_load`/`row_store`): one check of the row before the

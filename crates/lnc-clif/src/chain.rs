@@ -184,7 +184,8 @@ enum Reach {
     /// the loop runs it touches `[min(lb, t), ub)`, below `lb` only if `ub - lb < step`.
     Clamped(lir::Value),
     /// Its span is not known to be a multiple of the step: the last iteration may reach
-    /// past `ub`, to `lb + ⌈(ub - lb) / step⌉·step`.
+    /// past `ub`, to `lb + ⌈(ub - lb) / step⌉·step`, which the interval analysis proves
+    /// does not wrap in the loop's type (else the loop is not chained).
     Rounded,
 }
 
@@ -201,7 +202,13 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
         None if aligned(f, d.args[0], step, PROOF_DEPTH) && aligned(f, d.args[1], step, PROOF_DEPTH) => {
             Reach::Exact
         }
-        None => Reach::Rounded,
+        // The rounded end, at most `ub - 1 + step`, must not wrap in the loop's type (the
+        // check would then end at `ub` and miss the last iteration's elements past it): the
+        // interval analysis must bound `ub` a step below the type's maximum.
+        None if fx.ranges.of(f, d.args[1]).1 <= type_max(f.ty(d.args[1]).dtype()) - i128::from(step) => {
+            Reach::Rounded
+        }
+        None => return (Vec::new(), Reach::Exact),
     };
     let mut out: Dense = Vec::new();
     // Chained checks add `k` in the loops' type: widened offsets keep their own.
@@ -213,6 +220,12 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
         }
     }
     (out, reach)
+}
+
+/// The largest value of integer type `d`.
+fn type_max(d: DType) -> i128 {
+    let bits = d.bits().min(127);
+    if d.is_signed() { (1i128 << (bits - 1)) - 1 } else { (1i128 << bits) - 1 }
 }
 
 /// Whether `t` is `ub - step`.
