@@ -121,6 +121,40 @@ def fill_pairs_twice(Y, A, B, C):
     C2 = tl.maximum(B2, C)
     fill_pairs(Y, A, B2)
     fill_pairs(Y, B2, C2)
+
+
+@triton.jit
+def fill_clamped(P, lo, hi, t):
+    for i in range(lo, hi, 2):
+        j = tl.minimum(i, t)
+        for c in tl.static_range(2):
+            tl.store(P + (j + c), 1)
+
+
+@triton.jit
+def fill_clamped_twice(Y, A, B, C, K):
+    P = Y + K
+    B2 = tl.maximum(A, B)
+    C2 = tl.maximum(B2, C)
+    t1 = B2 - 2
+    t2 = C2 - 2
+    fill_clamped(P, A, B2, t1)
+    fill_clamped(P, B2, C2, t2)
+
+
+@triton.jit
+def store_from(P, lo, hi, K):
+    for i in range(lo, hi):
+        tl.store(P + (i + K), 1)
+
+
+@triton.jit
+def store_twice_up_to(Y, A, B, C, K, S):
+    P = Y - S
+    B2 = tl.maximum(A, B)
+    C2 = tl.maximum(B2, C)
+    store_from(P, A, B2, K)
+    store_from(P, B2, C2, K)
 "#;
 
 const SENTINEL: f32 = -12345.0;
@@ -423,6 +457,36 @@ fn loops_whose_rounded_end_would_wrap_are_still_checked() {
     let o = oob(k.launch(1, &lnc::args![&mut y[..len], a, a, i32::MAX]));
     assert_eq!((o.param.as_str(), o.offset), ("Y", i64::from(i32::MAX)));
     assert!(y[len..].iter().all(|&v| v == 0), "memory past Y was written");
+}
+
+/// Two loops whose last iteration is moved back to `ub - 2`, with `ub` near `i32::MIN`:
+/// `ub - 2` wraps to a large value, so the clamp does nothing and the last iteration passes
+/// `ub`. A check for both loops from the clamp down would miss it; the launch must fail at
+/// the element past Y (found by review). P is Y moved by 2^31 so that index `i32::MIN` is
+/// `Y[0]`.
+#[test]
+fn loops_whose_clamp_would_wrap_are_still_checked() {
+    let k = module().kernel("fill_clamped_twice", "*i8,i32,i32,i32,i64").unwrap();
+    let mut y = [0i8; 65];
+    let (a, b) = (i32::MIN, i32::MIN + 1);
+    let o = oob(k.launch(1, &lnc::args![&mut y[..1], a, b, b, 1i64 << 31]));
+    assert_eq!((o.param.as_str(), o.offset), ("Y", 1));
+    assert!(y[1..].iter().all(|&v| v == 0), "memory past Y was written");
+}
+
+/// Two loops whose last element's index plus the offset is exactly `i32::MAX`: a check
+/// ending at the loops' end plus the offset would wrap there and fail a launch that stays
+/// inside Y (found by review). P is Y moved back by `i32::MAX - 2`.
+#[test]
+fn loops_ending_at_the_largest_index_pass_their_check() {
+    let k = module().kernel("store_twice_up_to", "*i8,i32,i32,i32,i32,i64").unwrap();
+    let mut y = [0i8; 3 + 64];
+    let m = i32::MAX;
+    k.launch(1, &lnc::args![&mut y[..3], m - 3, m - 1, m, 1, i64::from(m - 2)]).unwrap();
+    assert_eq!(&y[..3], &[1, 1, 1]);
+    assert!(y[3..].iter().all(|&v| v == 0), "memory past Y was written");
+    let o = oob(k.launch(1, &lnc::args![&mut y[..2], m - 3, m - 1, m, 1, i64::from(m - 2)]));
+    assert_eq!((o.param.as_str(), o.offset), ("Y", 2));
 }
 
 /// fp16 rows converted whole (`row_load`/`row_store`): one check of the row before the

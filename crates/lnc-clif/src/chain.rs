@@ -197,7 +197,15 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
     let groups = hoistable(fx, l);
     let clamp = groups.first().and_then(|g| g.clamp);
     let reach = match clamp {
-        Some(t) if ends_at(f, t, d.args[1], step) => Reach::Clamped(t),
+        // `t = ub - step` must not wrap in the loop's type (it would stop clamping, and the
+        // last iteration reach past `ub`): the interval analysis must bound `ub` a step
+        // above the type's minimum (found by review).
+        Some(t)
+            if ends_at(f, t, d.args[1], step)
+                && fx.ranges.of(f, d.args[1]).0 >= type_min(f.ty(d.args[1]).dtype()) + i128::from(step) =>
+        {
+            Reach::Clamped(t)
+        }
         Some(_) => return (Vec::new(), Reach::Exact),
         None if aligned(f, d.args[0], step, PROOF_DEPTH) && aligned(f, d.args[1], step, PROOF_DEPTH) => {
             Reach::Exact
@@ -226,6 +234,11 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
 fn type_max(d: DType) -> i128 {
     let bits = d.bits().min(127);
     if d.is_signed() { (1i128 << (bits - 1)) - 1 } else { (1i128 << bits) - 1 }
+}
+
+/// The smallest value of integer type `d`.
+fn type_min(d: DType) -> i128 {
+    if d.is_signed() { -(1i128 << (d.bits().min(127) - 1)) } else { 0 }
 }
 
 /// Whether `t` is `ub - step`.
@@ -394,16 +407,20 @@ fn emit_check(
         return Ok(());
     }
     let (ptr, site, size, add) = key;
-    let (mut lo, mut hi) = match reach {
+    let (mut lo, hi) = match reach {
         Some(r) => r,
         None => (fx.scalar(first)?, fx.scalar(end)?),
     };
     let cc = if dt.is_signed() { IntCC::SignedLessThan } else { IntCC::UnsignedLessThan };
     let nonempty = fx.bcx.ins().icmp(cc, lo, hi);
+    // The last element's index, `k` added in the loops' type as the body adds it, and one
+    // element past it in addresses: the end itself plus `k` could wrap where the body's
+    // last index does not (found by review).
+    let mut last = fx.bcx.ins().iadd_imm_s(hi, -1);
     if let Some(k) = add {
         let k = fx.scalar(k)?;
         lo = fx.bcx.ins().iadd(lo, k);
-        hi = fx.bcx.ins().iadd(hi, k);
+        last = fx.bcx.ins().iadd(last, k);
     }
     let check = fx.bcx.create_block();
     let cont = fx.bcx.create_block();
@@ -411,7 +428,8 @@ fn emit_check(
     fx.bcx.switch_to_block(check);
     let base = fx.scalar(ptr)?;
     let first_addr = element_address(fx, base, lo, dt, size);
-    let end_addr = element_address(fx, base, hi, dt, size);
+    let last_addr = element_address(fx, base, last, dt, size);
+    let end_addr = fx.bcx.ins().iadd_imm_s(last_addr, i64::from(size));
     check_span(fx, site, first_addr, end_addr, size)?;
     fx.bcx.ins().jump(cont, &[]);
     fx.bcx.switch_to_block(cont);
