@@ -47,7 +47,7 @@ use lnc_lir::{self as lir, BinOp, DType, Opcode, Ty, ValueDef};
 
 use crate::CodegenError;
 use crate::base::FunctionCx;
-use crate::hoist::{check_span, element_address, hoistable};
+use crate::hoist::{check_span, element_address, hoistable, last_start};
 
 /// A range check made in the current scope: `ptr[first + k .. end + k)` of `site`.
 #[derive(Clone, Copy)]
@@ -350,19 +350,9 @@ fn reach_of(
                 first = if signed { fx.bcx.ins().smin(first, low) } else { fx.bcx.ins().umin(first, low) };
             }
             Reach::Rounded => {
-                // `lo + ((hi - lo - 1) / step + 1)·step`, as `hoist.rs` counts the trips.
-                let dist = fx.bcx.ins().isub(hi, lo);
-                let dist = fx.bcx.ins().iadd_imm_s(dist, -1);
-                let trips = if (step as u64).is_power_of_two() {
-                    fx.bcx.ins().ushr_imm_u(dist, step.trailing_zeros() as i64)
-                } else {
-                    let ty = fx.bcx.func.dfg.value_type(dist);
-                    let s = crate::base::iconst(&mut fx.bcx, ty, step);
-                    fx.bcx.ins().udiv(dist, s)
-                };
-                let trips = fx.bcx.ins().iadd_imm_s(trips, 1);
-                let span = fx.bcx.ins().imul_imm_s(trips, step);
-                let reached = fx.bcx.ins().iadd(lo, span);
+                // One step past the last iteration's start, as `hoist.rs` counts the trips.
+                let start = last_start(fx, lo, hi, step);
+                let reached = fx.bcx.ins().iadd_imm_s(start, step);
                 let high = fx.bcx.ins().select(runs, reached, end);
                 last = if signed { fx.bcx.ins().smax(last, high) } else { fx.bcx.ins().umax(last, high) };
             }

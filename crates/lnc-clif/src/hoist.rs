@@ -251,17 +251,7 @@ pub(crate) fn emit_loop_entry(
     let pre = fx.bcx.create_block();
     fx.bcx.ins().brif(runs, pre, &[], exit, &block_args(exit_args));
     fx.bcx.switch_to_block(pre);
-    let dist = fx.bcx.ins().isub(ub, lb);
-    let dist = fx.bcx.ins().iadd_imm_s(dist, -1);
-    let trips = if (step as u64).is_power_of_two() {
-        fx.bcx.ins().ushr_imm_u(dist, step.trailing_zeros() as i64)
-    } else {
-        let ty = fx.bcx.func.dfg.value_type(dist);
-        let s = crate::base::iconst(&mut fx.bcx, ty, step);
-        fx.bcx.ins().udiv(dist, s)
-    };
-    let span_iv = fx.bcx.ins().imul_imm_s(trips, step);
-    let last = fx.bcx.ins().iadd(lb, span_iv);
+    let last = last_start(fx, lb, ub, step);
     for a in accesses {
         // The constants go in first: for a widened offset, `i64(iv + c) + k` computes
         // `iv + c` in the loop's type (wrapping as the body does). With a 32-bit `iv` the
@@ -300,6 +290,23 @@ pub(crate) fn emit_loop_entry(
     }
     fx.bcx.ins().jump(body, &block_args(body_args));
     Ok(true)
+}
+
+/// The last value of `iv` in `for iv = lb to ub step s` when it runs (`lb < ub`):
+/// `lb + ((ub - lb - 1) / s)·s`, at most `ub - 1`, so it does not wrap. The distance is
+/// divided unsigned: it may exceed the type's signed maximum.
+pub(crate) fn last_start(fx: &mut FunctionCx, lb: Value, ub: Value, step: i64) -> Value {
+    let dist = fx.bcx.ins().isub(ub, lb);
+    let dist = fx.bcx.ins().iadd_imm_s(dist, -1);
+    let trips = if (step as u64).is_power_of_two() {
+        fx.bcx.ins().ushr_imm_u(dist, step.trailing_zeros() as i64)
+    } else {
+        let ty = fx.bcx.func.dfg.value_type(dist);
+        let s = crate::base::iconst(&mut fx.bcx, ty, step);
+        fx.bcx.ins().udiv(dist, s)
+    };
+    let span = fx.bcx.ins().imul_imm_s(trips, step);
+    fx.bcx.ins().iadd(lb, span)
 }
 
 pub(crate) fn element_address(fx: &mut FunctionCx, base: Value, index: Value, d: DType, size: u32) -> Value {
