@@ -83,7 +83,10 @@ pub(crate) const MIN_ROW_BYTES: i64 = 4 << 10;
 /// as they do while a loop's first pass walks an `fp32` row. Measured on the seed forward
 /// (its x read by a `row_load`, as without F16C) at 4096 rows, 2 threads, caches flushed, five alternating runs of 60 launches (time
 /// with prefetches over time without): fp16 N = 1024 (2 KB rows) 0.88-1.00, median 0.95;
-/// bf16 N = 1024 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %.
+/// bf16 N = 1024 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %. Also the
+/// shortest row a loop of 16-lane half tiles reads: at 1 KB (fp16 and bf16 forward at
+/// N = 512, 512-bit loops, four alternated lnc-bench runs) fp16 went 33.3-36.5 →
+/// 30.3-35.8 GB/s and bf16 27.1-29.6 → 24.9-28.2.
 pub(crate) const MIN_HALF_ROW_BYTES: i64 = 2 << 10;
 
 /// A row index a host loop reads: element `offset + index` of the row (`offset` absent:
