@@ -311,6 +311,25 @@ fn an_atomic_past_the_end_fails() {
     assert_eq!(c[4..], [0, 0, 0, 0]);
 }
 
+/// `center_rows` over the rows of `x` (length `n` each) in bounds: checked and unchecked
+/// runs write the same, NaN-poisoned outputs, and agree with a float64 reference.
+fn assert_center_rows_in_bounds(k: &lnc::Kernel, x: &[f32], n: usize, what: &str) {
+    let rows = x.len() / n;
+    let mut checked = vec![f32::NAN; x.len()];
+    let mut unchecked = vec![f32::NAN; x.len()];
+    k.launch(rows as u32, &lnc::args![x, &mut checked, n as i32]).unwrap();
+    // SAFETY: every program reads and writes its own row, and both buffers hold all rows.
+    unsafe { k.launch_unchecked(rows as u32, &lnc::args![x, &mut unchecked, n as i32]).unwrap() };
+    assert_eq!(checked, unchecked, "{what}");
+    let mut want = Vec::new();
+    for row in x.chunks(n) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        want.extend(row.iter().map(|&v| (v as f64 - mean) * var));
+    }
+    assert_close(what, &checked, &want, 1e-5, 1e-5);
+}
+
 /// The tiler splits each pass over a row into loops that continue one another (unrolled
 /// steady state, vector remainder, scalar tail); a safe launch checks each argument once
 /// for the whole run of loops, and once per program for passes over the same range. The
@@ -341,19 +360,7 @@ fn one_check_for_the_loops_of_a_pass_reports_the_first_element_past_the_end() {
         assert_guard_intact(&y, len - 1);
 
         // In bounds: checked and unchecked runs agree with a float64 reference.
-        let mut checked = vec![f32::NAN; len];
-        let mut unchecked = vec![f32::NAN; len];
-        k.launch(rows as u32, &lnc::args![&x, &mut checked, n as i32]).unwrap();
-        // SAFETY: every program reads and writes its own row, and both buffers hold all rows.
-        unsafe { k.launch_unchecked(rows as u32, &lnc::args![&x, &mut unchecked, n as i32]).unwrap() };
-        assert_eq!(checked, unchecked, "N = {n}");
-        let mut want = Vec::new();
-        for row in x.chunks(n) {
-            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
-            want.extend(row.iter().map(|&v| (v as f64 - mean) * var));
-        }
-        assert_close("center_rows", &checked, &want, 1e-5, 1e-5);
+        assert_center_rows_in_bounds(&k, &x, n, &format!("N = {n}"));
     }
 }
 
@@ -392,20 +399,7 @@ fn rows_split_at_their_lines_are_checked_once_and_report_the_first_element_past_
                 assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
                 assert_guard_intact(y, len - 1);
 
-                let mut checked = vec![f32::NAN; len];
-                let mut unchecked = vec![f32::NAN; len];
-                k.launch(rows as u32, &lnc::args![x, &mut checked, n as i32]).unwrap();
-                // SAFETY: every program reads and writes its own row, and both buffers hold
-                // all rows.
-                unsafe { k.launch_unchecked(rows as u32, &lnc::args![x, &mut unchecked, n as i32]).unwrap() };
-                assert_eq!(checked, unchecked, "{what}");
-                let mut want = Vec::new();
-                for row in x.chunks(n) {
-                    let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-                    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
-                    want.extend(row.iter().map(|&v| (v as f64 - mean) * var));
-                }
-                assert_close(&what, &checked, &want, 1e-5, 1e-5);
+                assert_center_rows_in_bounds(&k, x, n, &what);
             }
         }
     }

@@ -42,7 +42,7 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use lnc_lir::ranges::const_int;
+use lnc_lir::ranges::{const_int, full};
 use lnc_lir::{self as lir, BinOp, DType, Opcode, Ty, ValueDef};
 
 use crate::CodegenError;
@@ -202,7 +202,7 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
         // above the type's minimum (found by review).
         Some(t)
             if ends_at(f, t, d.args[1], step)
-                && fx.ranges.of(f, d.args[1]).0 >= type_min(f.ty(d.args[1]).dtype()) + i128::from(step) =>
+                && fx.ranges.of(f, d.args[1]).0 >= full(f.ty(d.args[1]).dtype()).0 + i128::from(step) =>
         {
             Reach::Clamped(t)
         }
@@ -213,7 +213,7 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
         // The rounded end, at most `ub - 1 + step`, must not wrap in the loop's type (the
         // check would then end at `ub` and miss the last iteration's elements past it): the
         // interval analysis must bound `ub` a step below the type's maximum.
-        None if fx.ranges.of(f, d.args[1]).1 <= type_max(f.ty(d.args[1]).dtype()) - i128::from(step) => {
+        None if fx.ranges.of(f, d.args[1]).1 <= full(f.ty(d.args[1]).dtype()).1 - i128::from(step) => {
             Reach::Rounded
         }
         None => return (Vec::new(), Reach::Exact),
@@ -228,17 +228,6 @@ fn dense(fx: &FunctionCx, l: lir::Inst) -> (Dense, Reach) {
         }
     }
     (out, reach)
-}
-
-/// The largest value of integer type `d`.
-fn type_max(d: DType) -> i128 {
-    let bits = d.bits().min(127);
-    if d.is_signed() { (1i128 << (bits - 1)) - 1 } else { (1i128 << bits) - 1 }
-}
-
-/// The smallest value of integer type `d`.
-fn type_min(d: DType) -> i128 {
-    if d.is_signed() { -(1i128 << (d.bits().min(127) - 1)) } else { 0 }
 }
 
 /// Whether `t` is `ub - step`.
@@ -308,11 +297,9 @@ pub(crate) fn emit_run_checks(
         let end = f.insts[run[stretch.len() - 1]].args[1];
         let loops = stretch.len();
         let accesses: Vec<lir::Inst> = stretch.into_iter().flatten().copied().collect();
-        let (ptr, site, size, add) = key;
+        let (ptr, _, size, add) = key;
         if made.contains(&((ptr, size, add), loops)) {
-            if let Some(scope) = fx.proven.last_mut() {
-                scope.push(Proven { ptr, site, size, add, first: lb, end });
-            }
+            record(fx, key, (lb, end));
         } else {
             let reach = if inexact.is_empty() { None } else { Some(reach_of(fx, (lb, end), &inexact, dt)?) };
             emit_check(fx, key, (lb, end), dt, reach)?;
@@ -423,8 +410,18 @@ fn emit_check(
     check_span(fx, site, first_addr, end_addr, size)?;
     fx.bcx.ins().jump(cont, &[]);
     fx.bcx.switch_to_block(cont);
+    record(fx, key, (first, end));
+    Ok(())
+}
+
+/// Records that `ptr[first + k .. end + k)` of `key` was checked in the current scope.
+fn record(
+    fx: &mut FunctionCx,
+    key: (lir::Value, u32, u32, Option<lir::Value>),
+    (first, end): (lir::Value, lir::Value),
+) {
+    let (ptr, site, size, add) = key;
     if let Some(scope) = fx.proven.last_mut() {
         scope.push(Proven { ptr, site, size, add, first, end });
     }
-    Ok(())
 }

@@ -17,8 +17,8 @@ pub struct Ranges {
     map: HashMap<Value, (i128, i128)>,
 }
 
-/// The values a scalar of `d` can hold at all.
-fn full(d: DType) -> (i128, i128) {
+/// The values a scalar of `d` can hold at all: its smallest and largest.
+pub fn full(d: DType) -> (i128, i128) {
     let bits = d.bits();
     if !d.is_int() || bits >= 128 {
         return (i128::MIN, i128::MAX);
