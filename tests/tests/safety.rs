@@ -531,6 +531,48 @@ fn half_row_past_the_end(f16c: bool) {
     }
 }
 
+/// Half rows whose tail runs as their last whole tile (lnc-tile's `overlap`, 16-lane
+/// tiles): the check of each pass covers the tile, and a buffer one element short is
+/// reported at its first element past the end, in the last program, as the scalar tail
+/// did; nothing past Y is written. In bounds, the rows match float64.
+#[test]
+fn a_row_ending_in_its_last_tile_reports_the_first_element_past_the_end() {
+    use half::f16;
+    let opts = lnc::CompileOptions { lanes: 16, ..Default::default() };
+    let m = lnc::Jit::with_options(opts).module("safety.py", SRC).unwrap_or_else(|e| panic!("{e}"));
+    let k = m.kernel("center_rows", "*fp16,*fp16,i32,1024").unwrap();
+    let sentinel = f16::from_f32(SENTINEL);
+    let mut r = rng();
+    for n in [1000usize, 1009, 523, 75, 37, 17] {
+        let rows = 5;
+        let len = rows * n;
+        let x: Vec<f16> = randn(&mut r, len, 0.5, 1.0).into_iter().map(f16::from_f32).collect();
+        let mut y = vec![sentinel; len + 64];
+        let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "N = {n}");
+        assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+
+        let o = oob(k.launch(rows as u32, &lnc::args![&x, &mut y[..len - 1], n as i32]));
+        assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "N = {n}");
+        assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
+        assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+        assert!(y[len - 1..].iter().all(|&v| v == sentinel), "N = {n}: memory past Y was written");
+
+        y.fill(f16::NAN);
+        k.launch(rows as u32, &lnc::args![&x, &mut y[..len], n as i32]).unwrap_or_else(|e| panic!("{e}"));
+        let mut want = Vec::new();
+        for row in x.chunks(n) {
+            let v: Vec<f64> = row.iter().map(|h| h.to_f64()).collect();
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let var = v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / n as f64;
+            want.extend(v.iter().map(|a| (a - mean) * var));
+        }
+        let got: Vec<f32> = y[..len].iter().map(|v| v.to_f32()).collect();
+        assert_close(&format!("center_rows N = {n}"), &got, &want, 2e-3, 2e-3);
+    }
+}
+
 /// Runs `launch` on a thread of its own and returns its result, failing the test if it
 /// does not finish within a minute (a launch that hangs would otherwise hang the suite).
 fn within_a_minute<T: Send + 'static>(launch: impl FnOnce() -> T + Send + 'static) -> T {

@@ -25,6 +25,9 @@
 //! `min(iv, ub - step)`, whose last iteration moves back and may reach below `lb` (only if
 //! `ub - lb < step`, which that pass never makes), and the middle loop's span is a multiple
 //! of the step that no structural proof sees, so its last iteration could reach past `ub`.
+//! lnc-tile's `overlap` makes a clamped loop of a row's tail, one iteration that does reach
+//! below its `lb` (into elements the loops before it touched), from `full == 0 ? nb : full`,
+//! where the scalar tail before it stops: the bounds' order is proved through the `select`.
 //! The run's check then covers the range the loops that run reach, computed at run time
 //! (the lowest clamp, the highest rounded end): still one range without gaps, since each
 //! loop that runs touches at least its own bounds, and exactly the run's range when the
@@ -136,11 +139,15 @@ fn le(fx: &FunctionCx, a: lir::Value, b: lir::Value, depth: u32) -> bool {
         Opcode::Binary(BinOp::And) => const_int(f, d.args[1]).is_some_and(|m| m < 0) && below(d.args[0]),
         Opcode::Binary(BinOp::Max) => below(d.args[0]) && below(d.args[1]),
         Opcode::Binary(BinOp::Min) => below(d.args[0]) || below(d.args[1]),
+        // Either value may be chosen (lnc-tile's `overlap` starts its tile where the
+        // scalar tail stops, at `full == 0 ? nb : full`).
+        Opcode::Select => below(d.args[1]) && below(d.args[2]),
         _ => false,
     });
     by_a || def(f, b).is_some_and(|d| match d.opcode {
         Opcode::Binary(BinOp::Max) => above(d.args[0]) || above(d.args[1]),
         Opcode::Binary(BinOp::Min) => above(d.args[0]) && above(d.args[1]),
+        Opcode::Select => above(d.args[1]) && above(d.args[2]),
         _ => false,
     })
 }

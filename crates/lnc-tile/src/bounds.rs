@@ -18,6 +18,10 @@
 //! element (`tl.load(..., other=0)` summed), and the scratch it writes is read only at
 //! positions below `n` (by loops dropping the same tiles). Otherwise `TUB = E` and
 //! those tiles run with their masks, as before.
+//!
+//! A droppable tail becomes a loop over scalars from `full` to `nb`; where its body
+//! qualifies, in tiles of 16 lanes or more, the row's last whole tile runs it instead and
+//! the scalars only rows shorter than a tile (module `overlap`).
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -521,6 +525,17 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
         }
         None => (full, tub),
     };
+    // The tail's last tile (module `overlap`), built from the body before it becomes the
+    // scalar tail, its bounds computed before the steady loop: a range check of the whole
+    // pass made there covers it.
+    let overlap = if c.droppable && c.key.step > 1 && no_wrap.is_none() {
+        crate::overlap::tail(f, l, full, nb, &pset)
+    } else {
+        None
+    };
+    if let Some(t) = &overlap {
+        new.extend(t.pre.iter().copied());
+    }
     // The steady loop: a clone of the loop up to `full`, the predicate all-true.
     let mut map = HashMap::new();
     let mut truthy = pset.clone();
@@ -533,12 +548,28 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     args[1] = tub;
     args.truncate(3);
     args.extend(results.iter().copied());
-    // The scalar tail runs up to `nb`, which is no bound where a lane wraps.
+    // The scalar tail runs up to `nb`, which is no bound where a lane wraps; where the
+    // row holds a whole tile, the tail is instead its last tile (module `overlap`).
     if c.droppable && c.key.step > 1 && no_wrap.is_none() {
         new.extend(scalar_tail(f, l, nb, &pset).unwrap_or_default());
+        if let Some(t) = &overlap {
+            f.insts[l].args[1] = t.split;
+        }
     }
     insert_before(f, parent, l, &new);
-    let last = if c.droppable && c.key.step == 1 {
+    if let Some(t) = &overlap {
+        // The tile continues the scalar tail's sums: its results replace the loop's.
+        let old = f.insts[l].results.clone();
+        let map: HashMap<Value, Value> = old.iter().copied().zip(f.insts[t.tile].results.clone()).collect();
+        replace_uses(f, &map);
+        f.insts[t.tile].args.extend(old);
+        let region = crate::rewrite::region_mut(f, parent);
+        let at = region.insts.iter().position(|&i| i == l).map_or(region.insts.len(), |p| p + 1);
+        region.insts.insert(at, t.tile);
+    }
+    let last = if let Some(t) = &overlap {
+        t.tile
+    } else if c.droppable && c.key.step == 1 {
         // Nothing is left past `nb`: the tail loop goes, its results are the steady ones.
         let old = f.insts[l].results.clone();
         let map: HashMap<Value, Value> = old.into_iter().zip(results).collect();

@@ -54,6 +54,7 @@ mod emit;
 mod eval;
 mod fusion;
 mod locks;
+mod overlap;
 mod prefetch;
 mod provenance;
 mod rewrite;
