@@ -42,7 +42,7 @@ use std::collections::{HashMap, HashSet};
 
 use lnc_lir::{Addressing, BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Region, Ty, Value};
 
-use crate::rewrite::{Lanes, clone_insts, defined_inside, int_of, konst};
+use crate::rewrite::{Lanes, clone_insts, def, defined_inside, int_of, konst};
 
 /// The fewest lanes of a tile whose loop's tail runs as one. Narrower loops (`fp32` in
 /// 8 lanes) keep their scalar tail: at most 7 iterations of a few `fp32` instructions.
@@ -157,14 +157,17 @@ fn rerun_safe(f: &Function, body: &Region) -> bool {
     let mut stored_args = HashSet::new();
     let mut stored_slots = HashSet::new();
     for &i in &body.insts {
-        match f.insts[i].opcode {
-            Opcode::Store { site, .. } => {
-                stored_args.insert(f.sites[site as usize].arg);
-            }
-            Opcode::ScratchStore(slot) => {
-                stored_slots.insert(slot);
-            }
-            _ => {}
+        // One store per argument and per buffer: two at different offsets could write the
+        // same element, the later store's value the one that stays, and the tile would
+        // write the earlier one's over it. (Fusion puts two stores into one argument in a
+        // loop only through the same pointer; this does not rely on it.)
+        let fresh = match f.insts[i].opcode {
+            Opcode::Store { site, .. } => stored_args.insert(f.sites[site as usize].arg),
+            Opcode::ScratchStore(slot) => stored_slots.insert(slot),
+            _ => true,
+        };
+        if !fresh {
+            return false;
         }
     }
     body.insts.iter().all(|&i| match f.insts[i].opcode {
@@ -181,12 +184,25 @@ fn rerun_safe(f: &Function, body: &Region) -> bool {
 
 /// Whether the body of loop `l` uses its induction variable only through element indices:
 /// as the start of `iota`, as the index of a contiguous access of a whole tile (or a
-/// prefetch), or plus a loop invariant for those uses.
+/// prefetch), or plus a loop invariant for those uses; and whether every lane of a tile is
+/// a function of its element's index: no `iota` but of an index, no tile from outside the
+/// loop but a splat (a lane `k` of the last tile is element `nb - L + k`, not `k`).
 fn lanewise_in_iv(f: &Function, l: Inst, body: &Region) -> bool {
     let inside = defined_inside(f, l);
     let mut index = HashSet::from([body.args[0]]);
     for &i in &body.insts {
         let d = &f.insts[i];
+        if d.opcode == Opcode::Iota && !index.contains(&d.args[0]) {
+            return false;
+        }
+        let outside_tile = |a: &Value| {
+            f.ty(*a).is_tile()
+                && !inside.contains(a)
+                && !def(f, *a).is_some_and(|j| f.insts[j].opcode == Opcode::Splat)
+        };
+        if d.args.iter().any(outside_tile) {
+            return false;
+        }
         for (k, a) in d.args.iter().enumerate() {
             if !index.contains(a) {
                 continue;

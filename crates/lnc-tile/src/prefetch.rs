@@ -58,6 +58,12 @@
 //! backward slower in three alternated lnc-bench runs (2 threads, caches flushed): N = 768
 //! 0.97-1.08 → 1.25-1.31 ms, 1024 1.29-1.51 → 1.61-1.73, 2048 2.67-2.86 → 2.74-3.15.
 //!
+//! Not prefetched either: the next program's output row, before its stores (an experiment
+//! hosted with the next row of x, at the same indices, seed forward, 2 threads, caches
+//! flushed, two alternated runs): a row the stores would read for ownership anyway, fp16
+//! N = 768 (6 MiB of output, below the streaming threshold) 325-340 → 353-368 µs, 1024
+//! 394-456 → 472-512; fp32 at 768-1024, whose stores stream, 10-20 % slower.
+//!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
 
