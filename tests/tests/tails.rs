@@ -9,8 +9,15 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 
-fn seed_module_with_16_lanes() -> lnc::Module {
-    seed_module(&lnc::Jit::with_options(lnc::CompileOptions { lanes: 16, ..Default::default() }))
+/// With `stream_threshold` 0 every launch streams its output rows: the stores' pass then
+/// ends in its scalar tail, not in the tile (its cached stores would land in streamed
+/// lines), while the sums' passes keep their tiles.
+fn seed_module_with_16_lanes(stream_threshold: u64) -> lnc::Module {
+    seed_module(&lnc::Jit::with_options(lnc::CompileOptions {
+        lanes: 16,
+        stream_threshold,
+        ..Default::default()
+    }))
 }
 
 fn fwd_signature(t: &str, block: usize) -> String {
@@ -24,7 +31,13 @@ fn lengths() -> impl Iterator<Item = usize> {
 }
 
 fn forward_matches_float64<T: Float>(atol: f64, rtol: f64) {
-    let module = seed_module_with_16_lanes();
+    for threshold in [lnc::CompileOptions::default().stream_threshold, 0] {
+        forward_matches_float64_with::<T>(atol, rtol, threshold);
+    }
+}
+
+fn forward_matches_float64_with<T: Float>(atol: f64, rtol: f64, stream_threshold: u64) {
+    let module = seed_module_with_16_lanes(stream_threshold);
     let mut r = rng();
     // The steady loops of these rows end before their last element: the tail tile runs.
     let lir = module
@@ -50,7 +63,10 @@ fn forward_matches_float64<T: Float>(atol: f64, rtol: f64) {
         let f32s = |v: &[T]| -> Vec<f32> { v.iter().map(|v| v.to_f32()).collect() };
         let (want, mean, rstd) = layer_norm_ref(&f32s(&x), &f32s(&w), &f32s(&b), n, 1e-5);
         for (shift, checked) in [(0, true), (1, false), (3, true)] {
-            let what = format!("{} N = {n}, shift {shift}, checked {checked}", T::SIG);
+            let what = format!(
+                "{} N = {n}, shift {shift}, checked {checked}, stream threshold {stream_threshold}",
+                T::SIG
+            );
             let (y, m, s) = run_forward(&k, &x, &w, &b, shift, checked);
             assert_close(&format!("{what}: y"), &f32s(&y), &want, atol, rtol);
             assert_close(&format!("{what}: mean"), &m, &mean, 1e-5, 1e-5);
