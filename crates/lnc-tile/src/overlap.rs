@@ -87,6 +87,20 @@ pub(crate) fn tail(f: &mut Function, l: Inst, full: Value, nb: Value, pset: &Has
     if !rerun_safe(f, &body) || !lanewise_in_iv(f, l, &body) {
         return None;
     }
+    // The row pointers of the stores that may stream (below), defined before the loop.
+    let read = crate::rewrite::ArgAccess::of(f).read;
+    let inside = defined_inside(f, l);
+    let mut streamed = Vec::new();
+    for &i in &body.insts {
+        let Opcode::Store { site, .. } = f.insts[i].opcode else { continue };
+        if !read.contains(&f.sites[site as usize].arg) {
+            let ptr = f.insts[i].args[0];
+            if inside.contains(&ptr) {
+                return None;
+            }
+            streamed.push(ptr);
+        }
+    }
     let span = f.spans[l];
     let i32t = Ty::Scalar(DType::I32);
     let mut pre = Vec::new();
@@ -105,17 +119,7 @@ pub(crate) fn tail(f: &mut Function, l: Inst, full: Value, nb: Value, pset: &Has
     // wait for each such line to leave the write-combining buffer and come back from
     // memory: the scalar tail, whose elements lie past the steady loop's, runs instead.
     // The test is `stream`'s, on the row's first whole line and all its elements.
-    let read = crate::rewrite::ArgAccess::of(f).read;
-    let inside = defined_inside(f, l);
-    for &i in &body.insts {
-        let Opcode::Store { site, .. } = f.insts[i].opcode else { continue };
-        if read.contains(&f.sites[site as usize].arg) {
-            continue;
-        }
-        let ptr = f.insts[i].args[0];
-        if inside.contains(&ptr) {
-            return None;
-        }
+    for ptr in streamed {
         let gap = op(f, &mut pre, Opcode::LineGap, vec![ptr], i32t);
         let line = op(f, &mut pre, Opcode::PtrAdd, vec![ptr, gap], f.ty(ptr));
         let streams = op(f, &mut pre, Opcode::StreamOk, vec![line, nb], i1t);
