@@ -529,7 +529,7 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     // scalar tail, its bounds computed before the steady loop: a range check of the whole
     // pass made there covers it.
     let overlap = if c.droppable && c.key.step > 1 && no_wrap.is_none() {
-        crate::overlap::tail(f, l, full, nb, &pset)
+        crate::overlap::tail(f, l, parent, full, nb, &pset)
     } else {
         None
     };

@@ -48,7 +48,7 @@ use std::collections::{HashMap, HashSet};
 
 use lnc_lir::{Addressing, BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Region, Ty, Value};
 
-use crate::rewrite::{Lanes, clone_insts, def, defined_inside, int_of, konst};
+use crate::rewrite::{Lanes, Parent, clone_insts, def, defined_inside, int_of, konst};
 
 /// The fewest lanes of a tile whose loop's tail runs as one. Narrower loops (`fp32` in
 /// 8 lanes) keep their scalar tail: at most 7 iterations of a few `fp32` instructions.
@@ -71,7 +71,17 @@ pub(crate) struct Tail {
 /// The overlapping tile for the tail of loop `l` (the loop from `full`, its body a tile
 /// of `L` lanes testing the bound predicates `pset`, before it becomes the scalar tail)
 /// whose elements end at `nb`; `None` when the body does not qualify (module docs).
-pub(crate) fn tail(f: &mut Function, l: Inst, full: Value, nb: Value, pset: &HashSet<Value>) -> Option<Tail> {
+pub(crate) fn tail(
+    f: &mut Function,
+    l: Inst,
+    parent: Parent,
+    full: Value,
+    nb: Value,
+    pset: &HashSet<Value>,
+) -> Option<Tail> {
+    if !worth_it(f, l, parent) {
+        return None;
+    }
     let lanes = int_of(f, f.insts[l].args[2])?;
     let updates = crate::accum::carried_updates(f, l)?;
     let body = f.insts[l].regions[0].clone();
@@ -181,6 +191,21 @@ pub(crate) fn tail(f: &mut Function, l: Inst, full: Value, nb: Value, pset: &Has
     insts.push(y);
     f.insts[tile].regions = vec![Region { args: std::iter::once(tiv).chain(accs).collect(), insts }];
     Some(Tail { pre, tile, split })
+}
+
+/// Whether the tile is worth its compile time (it is the code of another pass, 0.5–1 ms
+/// for a half kernel's three or four): not for a loop under an `if` (the seed backward's
+/// update of its partial rows under the lock, whose first program of a group stores them
+/// once per group), nor for one whose stores only check their bounds (left by module
+/// `defer` where a store moved from: code generation emits nothing for such a loop once
+/// its checks are hoisted in front of it, and the tile would add checks of its own).
+fn worth_it(f: &Function, l: Inst, parent: Parent) -> bool {
+    let under_if = parent.is_some_and(|(p, _)| f.insts[p].opcode == Opcode::If);
+    let checks_only = f.insts[l].regions[0]
+        .insts
+        .iter()
+        .any(|&i| matches!(f.insts[i].opcode, Opcode::Store { check_only: true, .. }));
+    !under_if && !checks_only
 }
 
 /// Whether running an iteration of `body` again changes nothing: it only computes, loads

@@ -175,3 +175,29 @@ fn half_rows_of_several_programs_end_in_their_last_tiles() {
         differential(&f, [3, 1, 1], &args, &bufs, &[16]);
     }
 }
+
+const UNDER_IF: &str = r#"
+@triton.jit
+def k(X, Y, N, F, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = i < N
+    if F > 0:
+        x = tl.load(X + i, mask=m, other=0.)
+        tl.store(Y + i, x * 2.0 + 1.0, mask=m)
+"#;
+
+/// A loop under an `if` keeps its scalar tail: the tile is not worth its compile time
+/// there (the seed backward's partial rows under the lock).
+#[test]
+fn a_loop_under_an_if_keeps_the_scalar_tail() {
+    let f = bir(UNDER_IF, "k", "*fp32,*fp32,i32,i32,64");
+    let text = lnc_lir::print_function(&tile_with(&f, 16).unwrap_or_else(|e| panic!("{e}")));
+    assert!(text.contains("if ") && !has_tail_tile(&text), "{text}");
+    for n in [0, 5, 16, 37, 64] {
+        for flag in [0, 1] {
+            let bufs = [f32_buffer(6, 64), Buffer::zeros(DType::F32, 64)];
+            let args = [ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(flag), ArgValue::Int(64)];
+            differential(&f, [1, 1, 1], &args, &bufs, &[16]);
+        }
+    }
+}
