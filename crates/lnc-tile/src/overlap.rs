@@ -26,17 +26,19 @@
 //! The tile's first `L - (nb - full)` lanes are elements the steady loop ran already, so
 //! running them again must change nothing:
 //! - the body computes, loads (not volatile) from arguments and scratch buffers it does not
-//!   store into, and stores; the loads then read what they read the first time and the
-//!   stores write the same values again;
+//!   store into, and stores, at most once per argument and per buffer; the loads then
+//!   read what they read the first time and the stores write the same values again;
 //! - every value is a function of the lanes' element indices: the induction variable is
 //!   used only as the start of `iota`, as the index of a contiguous access of a whole tile,
-//!   or added to invariants for those uses; no instruction combines lanes;
+//!   or added to invariants for those uses; no `iota` starts elsewhere, no tile comes from
+//!   outside the loop but a splat, and no instruction combines lanes;
 //! - each carried value is a tile updated by `a ⊕ x`: a sum adds the neutral element in
 //!   the lanes already counted, and a maximum or minimum takes an element twice, which
 //!   changes nothing.
 //!
 //! The tile's elements are all below `nb`, where the bound predicate is true: the program
-//! accesses each of them in the original loop too.
+//! accesses each of them in the original loop too. Loops under an `if`, and loops whose
+//! stores only check their bounds, keep their scalar tail ([`worth_it`]).
 //!
 //! Where the pass's stores stream, the scalar tail runs instead (`vlb = nb` also when the
 //! launch streams the row's stores, as module `stream` decides): the tile would store
