@@ -388,16 +388,7 @@ fn rows_split_at_their_lines_are_checked_once_and_report_the_first_element_past_
                 let mut y_buf = guarded(len + shift);
                 let y = &mut y_buf[shift..];
 
-                let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
-                assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "{what}");
-                assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
-                assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
-
-                let o = oob(k.launch(rows as u32, &lnc::args![x, &mut y[..len - 1], n as i32]));
-                assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "{what}");
-                assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
-                assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
-                assert_guard_intact(y, len - 1);
+                assert_center_rows_one_short(&k, x, y, n, SENTINEL, &what);
 
                 assert_center_rows_in_bounds(&k, x, n, &what);
             }
@@ -519,25 +510,38 @@ fn half_row_past_the_end(f16c: bool) {
     }
 }
 
-/// `center_rows` on 5 fp16 rows of `n` (`x`) with X, then Y, one element short: reported
-/// at the first element past the end, in the last program, at the access's line; nothing
-/// past Y is written. Returns Y in bounds.
-fn assert_half_center_rows_one_short(k: &lnc::Kernel, x: &[half::f16], n: usize) -> Vec<half::f16> {
-    let sentinel = half::f16::from_f32(SENTINEL);
+/// `center_rows` on 5 rows of `n` (`x`) with X, then Y, one element short: reported at the
+/// first element past the end, in the last program, at the access's line; nothing past Y
+/// is written (`y` holds `sentinel` from element `5·n - 1` on).
+fn assert_center_rows_one_short<T>(k: &lnc::Kernel, x: &[T], y: &mut [T], n: usize, sentinel: T, what: &str)
+where
+    T: lnc::Element + Copy + PartialEq + std::fmt::Debug,
+{
     let rows = 5;
     let len = rows * n;
-    let mut y = vec![sentinel; len + 64];
     let o = oob(k.launch(rows as u32, &lnc::args![&x[..len - 1], &mut y[..len], n as i32]));
-    assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "N = {n}");
-    assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
-    assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
+    assert_eq!((o.param.as_str(), o.location.as_str()), ("X", "safety.py:47:9"), "{what}");
+    assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
+    assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
 
     let o = oob(k.launch(rows as u32, &lnc::args![x, &mut y[..len - 1], n as i32]));
-    assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "N = {n}");
-    assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "N = {n}");
-    assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "N = {n}");
-    assert!(y[len - 1..].iter().all(|&v| v == sentinel), "N = {n}: memory past Y was written");
+    assert_eq!((o.param.as_str(), o.location.as_str()), ("Y", "safety.py:51:5"), "{what}");
+    assert_eq!((o.valid, o.offset), ((0, len as i64 - 1), len as i64 - 1), "{what}");
+    assert_eq!(o.pid, [rows as u32 - 1, 0, 0], "{what}");
+    assert!(
+        y[len - 1..].iter().all(|&v| v == sentinel),
+        "{what}: memory past Y was written: {:?}",
+        &y[len - 1..]
+    );
+}
 
+/// [`assert_center_rows_one_short`] on fp16 rows; returns Y in bounds.
+fn assert_half_center_rows_one_short(k: &lnc::Kernel, x: &[half::f16], n: usize) -> Vec<half::f16> {
+    let sentinel = half::f16::from_f32(SENTINEL);
+    let len = 5 * n;
+    let mut y = vec![sentinel; len + 64];
+    assert_center_rows_one_short(k, x, &mut y, n, sentinel, &format!("fp16, N = {n}"));
+    let rows = 5;
     y.fill(half::f16::NAN);
     k.launch(rows as u32, &lnc::args![x, &mut y[..len], n as i32]).unwrap_or_else(|e| panic!("{e}"));
     y.truncate(len);

@@ -213,6 +213,33 @@ pub(crate) fn carried_updates(f: &Function, l: Inst) -> Option<Vec<(BinOp, Inst)
     Some(out)
 }
 
+/// The body of a loop split at its carried updates ([`carried_updates`]): the
+/// instructions but the updates and the terminator, and for each carried value its
+/// operation `⊕` and the operand `x` of its update `a ⊕ x`. A tail rebuilt from them
+/// (module `bounds`'s scalars, module `overlap`'s last tile) adds its own `x`.
+pub(crate) struct Accumulations {
+    pub(crate) rest: Vec<Inst>,
+    pub(crate) terms: Vec<(BinOp, Value)>,
+}
+
+/// [`Accumulations`] of loop `l`, when its carried values qualify ([`carried_updates`]).
+pub(crate) fn accumulations(f: &Function, l: Inst) -> Option<Accumulations> {
+    let updates = carried_updates(f, l)?;
+    let body = &f.insts[l].regions[0];
+    let (_, insts) = body.insts.split_last()?;
+    let update_insts: HashSet<Inst> = updates.iter().map(|&(_, u)| u).collect();
+    let rest = insts.iter().copied().filter(|i| !update_insts.contains(i)).collect();
+    let terms = updates
+        .iter()
+        .zip(&body.args[1..])
+        .map(|(&(op, u), &acc)| {
+            let d = &f.insts[u].args;
+            (op, if d[0] == acc { d[1] } else { d[0] })
+        })
+        .collect();
+    Some(Accumulations { rest, terms })
+}
+
 /// Rewrites loop `l` as in the module documentation.
 fn unroll_loop(f: &mut Function, l: Inst, ops: &[BinOp], u: i64, parent: Parent) {
     let span = f.spans[l];

@@ -121,8 +121,10 @@ pub(crate) fn run(f: &mut Function) {
         }
     }
     let parent = parents(f);
+    // The arguments the kernel reads: the splits clone accesses, never add arguments.
+    let read = crate::rewrite::ArgAccess::of(f).read;
     for c in &cands {
-        split(f, c, parent[&c.inst]);
+        split(f, c, parent[&c.inst], &read);
     }
 }
 
@@ -480,7 +482,7 @@ fn collect_reads(
 pub(crate) type Emit<'e> = dyn FnMut(&mut Function, Opcode, Vec<Value>, Ty) -> Value + 'e;
 
 /// Splits candidate loop `c` (see the module documentation).
-fn split(f: &mut Function, c: &Cand, parent: Parent) {
+fn split(f: &mut Function, c: &Cand, parent: Parent, read: &HashSet<u32>) {
     let l = c.inst;
     // Predicates re-found now: inner loops were split before and cloned them.
     let iv = f.insts[l].regions[0].args[0];
@@ -529,7 +531,7 @@ fn split(f: &mut Function, c: &Cand, parent: Parent) {
     // scalar tail, its bounds computed before the steady loop: a range check of the whole
     // pass made there covers it.
     let overlap = if c.droppable && c.key.step > 1 && no_wrap.is_none() {
-        crate::overlap::tail(f, l, parent, full, nb, &pset)
+        crate::overlap::tail(f, l, parent, read, [full, nb], &pset)
     } else {
         None
     };
@@ -696,11 +698,8 @@ fn count_positive_zeros(
 /// the instructions to put before the loop, or `None` (nothing changed) when the body
 /// depends on its lane count or on tiles from outside.
 fn scalar_tail(f: &mut Function, l: Inst, nb: Value, pset: &HashSet<Value>) -> Option<Vec<Inst>> {
-    let updates = crate::accum::carried_updates(f, l)?;
-    let body = f.insts[l].regions[0].clone();
-    let (_, insts) = body.insts.split_last()?;
-    let update_insts: HashSet<Inst> = updates.iter().map(|&(_, u)| u).collect();
-    let rest: Vec<Inst> = insts.iter().copied().filter(|i| !update_insts.contains(i)).collect();
+    let crate::accum::Accumulations { rest, terms } = crate::accum::accumulations(f, l)?;
+    let accs = f.insts[l].regions[0].args[1..].to_vec();
     let defined: HashSet<Value> = rest.iter().flat_map(|&i| f.insts[i].results.clone()).collect();
     for &i in &rest {
         let d = &f.insts[i];
@@ -718,11 +717,8 @@ fn scalar_tail(f: &mut Function, l: Inst, nb: Value, pset: &HashSet<Value>) -> O
     let mut out = clone_insts(f, &rest, &mut map, &mut truthy, Lanes::One);
     let mut next = Vec::new();
     let mut lane0: HashMap<u8, Value> = HashMap::new();
-    for (k, &(op, u)) in updates.iter().enumerate() {
-        let acc = body.args[k + 1];
+    for (&(op, x), &acc) in terms.iter().zip(&accs) {
         let ty = f.ty(acc);
-        let d = f.insts[u].args.clone();
-        let x = if d[0] == acc { d[1] } else { d[0] };
         let xs = *map.get(&x).unwrap_or(&x);
         let add = |f: &mut Function, to: &mut Vec<Inst>, op: Opcode, args: Vec<Value>, ty: Ty| {
             let i = f.create_inst(op, args, &[ty], span);

@@ -73,19 +73,20 @@ pub(crate) struct Tail {
 /// The overlapping tile for the tail of loop `l` (the loop from `full`, its body a tile
 /// of `L` lanes testing the bound predicates `pset`, before it becomes the scalar tail)
 /// whose elements end at `nb`; `None` when the body does not qualify (module docs).
+/// `read`: the arguments the kernel reads (stores into the others may stream).
 pub(crate) fn tail(
     f: &mut Function,
     l: Inst,
     parent: Parent,
-    full: Value,
-    nb: Value,
+    read: &HashSet<u32>,
+    [full, nb]: [Value; 2],
     pset: &HashSet<Value>,
 ) -> Option<Tail> {
     if !worth_it(f, l, parent) {
         return None;
     }
     let lanes = int_of(f, f.insts[l].args[2])?;
-    let updates = crate::accum::carried_updates(f, l)?;
+    let crate::accum::Accumulations { rest, terms } = crate::accum::accumulations(f, l)?;
     let body = f.insts[l].regions[0].clone();
     let iv = body.args[0];
     if f.ty(iv) != Ty::Scalar(DType::I32) || !(MIN_LANES..=64).contains(&lanes) {
@@ -100,7 +101,6 @@ pub(crate) fn tail(
         return None;
     }
     // The row pointers of the stores that may stream (below), defined before the loop.
-    let read = crate::rewrite::ArgAccess::of(f).read;
     let inside = defined_inside(f, l);
     let mut streamed = Vec::new();
     for &i in &body.insts {
@@ -147,21 +147,14 @@ pub(crate) fn tail(
         carried.iter().enumerate().map(|(k, &ty)| f.create_region_arg(tile, 0, k as u32 + 1, ty)).collect();
     let mut insts = Vec::new();
     let t = op(f, &mut insts, Opcode::Binary(BinOp::Min), vec![tiv, last], i32t);
+    // The updates are not cloned: the carried values have no other use.
     let mut map: HashMap<Value, Value> = HashMap::from([(iv, t)]);
-    for (k, &a) in body.args[1..].iter().enumerate() {
-        map.insert(a, accs[k]);
-    }
-    let update_insts: HashSet<Inst> = updates.iter().map(|&(_, u)| u).collect();
-    let (_, rest) = body.insts.split_last()?;
-    let rest: Vec<Inst> = rest.iter().copied().filter(|i| !update_insts.contains(i)).collect();
     insts.extend(clone_insts(f, &rest, &mut map, &mut pset.clone(), Lanes::Same));
     // The lanes at or past `iv` (where the steady loop stopped) are the tail's elements.
     let mut fresh = None;
     let mut next = Vec::new();
-    for (k, &(bop, u)) in updates.iter().enumerate() {
-        let (acc, ty) = (body.args[k + 1], carried[k]);
-        let d = f.insts[u].args.clone();
-        let x = if d[0] == acc { d[1] } else { d[0] };
+    for (k, &(bop, x)) in terms.iter().enumerate() {
+        let ty = carried[k];
         let x = *map.get(&x).unwrap_or(&x);
         let term = if bop == BinOp::Add {
             let q = match fresh {
