@@ -364,8 +364,9 @@ fn every_bf16_pattern_loaded_in_a_256_bit_loop() {
 }
 
 /// A 512-bit loop rounds fp32 to bf16 in the loop (integer code without comparisons,
-/// stored by `vpmovdw`): bit-exact against the `half` crate on every class of value, and
-/// the bits of the same 16-lane tiles in 128-bit vectors; streamed or cached.
+/// stored by `vpmovdw`; or `vcvtneps2bf16`, its subnormal lanes rounded again with
+/// integers): bit-exact against the `half` crate on every class of value, and the bits of
+/// the same 16-lane tiles in 128-bit vectors; streamed or cached.
 #[test]
 fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
     let sixteen = lnc::CompileOptions { lanes: 16, ..Default::default() };
@@ -398,11 +399,18 @@ fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
         0x3f80_7fff,
         0x3f81_7fff,
     ];
+    // Whole tiles (from element 32): normal values but one subnormal, at each lane in
+    // turn; then subnormals only, ties among them.
+    bits.resize(32, 0x3f80_0000);
+    for lane in 0..16 {
+        bits.extend((0..16).map(|k| if k == lane { 0x8000_8000 | lane } else { 0x4049_0fdb ^ (k << 3) }));
+    }
+    bits.extend((0..16u32).map(|k| (k << 28 & 0x8000_0000) | k << 16 | 0x8000));
     bits.extend((0..200_000).map(|_| rand::RngCore::next_u32(&mut rng)));
     let x: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
     let n = x.len() - 5;
-    for threshold in [u64::MAX, 0] {
-        let opts = lnc::CompileOptions { stream_threshold: threshold, ..sixteen.clone() };
+    for (threshold, bf16_cvt) in [(u64::MAX, true), (0, true), (u64::MAX, false), (0, false)] {
+        let opts = lnc::CompileOptions { stream_threshold: threshold, bf16_cvt, ..sixteen.clone() };
         let (wide, plain) = (module(opts.clone()), module(lnc::CompileOptions { wide: false, ..opts }));
         let run = |module: &lnc::Module| {
             let k = module.kernel("narrow", "*fp32,*bf16,i32,1024").unwrap_or_else(|e| panic!("{e}"));
@@ -417,7 +425,7 @@ fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
             assert_eq!(
                 got[k],
                 want,
-                "threshold {threshold}: {:#010x} gave {:#06x}, want {want:#06x}",
+                "threshold {threshold}, bf16_cvt {bf16_cvt}: {:#010x} gave {:#06x}, want {want:#06x}",
                 v.to_bits(),
                 got[k]
             );
@@ -428,4 +436,8 @@ fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
     let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
     let asm = module(sixteen).dump("narrow", "*fp32,*bf16,i32,1024", &req).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(asm[0].text.contains("512-bit loops"), lnc::computes_zmm());
+    assert_eq!(
+        asm[0].text.contains("rewritten after Cranelift to vcvtneps2bf16"),
+        lnc::rounds_bf16_natively()
+    );
 }

@@ -125,6 +125,10 @@ struct CodeArgs {
     /// them (`CompileOptions::defer_stores`).
     #[arg(long)]
     no_defer_stores: bool,
+    /// Round fp32 to bf16 in 512-bit loops with integer code instead of AVX512-BF16's
+    /// `vcvtneps2bf16` (`CompileOptions::bf16_cvt`).
+    #[arg(long)]
+    no_bf16_cvt: bool,
 }
 
 impl CodeArgs {
@@ -134,6 +138,7 @@ impl CodeArgs {
         no_wide: false,
         no_zmm: false,
         no_defer_stores: false,
+        no_bf16_cvt: false,
     };
 }
 
@@ -204,6 +209,7 @@ fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
         prefetch: !code.no_prefetch,
         f16c: !code.no_f16c,
         defer_stores: !code.no_defer_stores,
+        bf16_cvt: !code.no_bf16_cvt,
         ..Default::default()
     };
     let opts = if code.no_wide { opts.narrow() } else { opts };

@@ -104,6 +104,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// The broadcast constants of the `bf16` stores of the 512-bit loop being emitted
     /// (`wide::store_bf16`).
     pub(crate) bf16_consts: Option<[Value; 5]>,
+    /// `bf16` stores of 512-bit loops round with `vcvtneps2bf16` (`wide::store_bf16`).
+    pub(crate) bf16_cvt: bool,
     /// Emitting the body of one of them.
     pub(crate) in_wide: bool,
     /// Wide loops emitted so far.
@@ -225,6 +227,7 @@ pub(crate) fn codegen_fn(
         exit_sums: Vec::new(),
         folded: HashSet::new(),
         bf16_consts: None,
+        bf16_cvt: opts.bf16_cvt && wide_per == crate::wide::ZMM_PER && crate::rounds_bf16_natively(),
         in_wide: false,
         wide_emitted: 0,
         wide_stores: 0,

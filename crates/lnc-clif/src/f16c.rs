@@ -76,7 +76,8 @@ pub(crate) const NARROW_MARK: u8 = 0x52;
 pub(crate) const WIDE_MARK: u8 = 0x5a;
 
 /// The trap code marking the `fp16` store of a wide part: rewritten into `vcvtps2ph`
-/// here, then widened to `m128, ymm` by module `widen`.
+/// here, then widened to `m128, ymm` by module `widen`, or in 512-bit loops made a
+/// conversion into `ymm16` and a store of it by module `evex` (`evex::store_f16`).
 pub(crate) const WIDE_NARROW_MARK: u8 = 0x5b;
 
 /// The trap code marking the streaming `fp16` store of a wide part of 16 lanes: rewritten

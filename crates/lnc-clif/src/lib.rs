@@ -88,6 +88,12 @@ pub struct CodegenOptions {
     /// again; where that cannot be proven, the kernel is compiled in 256-bit loops. The
     /// same bits either way. Default: off.
     pub zmm: bool,
+    /// In 512-bit loops, round `f32` lanes stored as `bf16` with AVX512-BF16's
+    /// `vcvtneps2bf16` where the host has it ([`rounds_bf16_natively`]), instead of
+    /// twelve integer instructions per part: a tile holding a subnormal, which that
+    /// instruction flushes to zero, has those lanes rounded again with integers. The same
+    /// bits either way. Default: on.
+    pub bf16_cvt: bool,
     /// Run Cranelift's verifier on the function before compiling it (a compiler bug in
     /// lnc's code generation is then an error, not whatever Cranelift makes of invalid IR).
     /// Default: in debug builds, as lnc's own verifiers (`lnc::CompileOptions::verify`);
@@ -105,6 +111,7 @@ impl Default for CodegenOptions {
             f16c: true,
             wide: true,
             zmm: false,
+            bf16_cvt: true,
             verify: cfg!(debug_assertions),
         }
     }
@@ -250,6 +257,21 @@ pub fn computes_zmm() -> bool {
     })
 }
 
+/// Whether the 512-bit loops of kernels compiled on this host round `bf16` stores with
+/// `vcvtneps2bf16` when [`CodegenOptions::bf16_cvt`] is on (the host has AVX-512 and
+/// AVX512-BF16).
+pub fn rounds_bf16_natively() -> bool {
+    static BF16: OnceLock<bool> = OnceLock::new();
+    *BF16.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            computes_zmm() && std::arch::is_x86_feature_detected!("avx512bf16")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 /// Whether some loop of `f` would be computed in wide vectors on this host with
 /// [`CodegenOptions::wide`] (and `f16c` as [`CodegenOptions::f16c`]): in 256 bits, or in
 /// 512 where its tiles allow and the host has AVX-512 (a loop that qualifies for 256 bits
@@ -380,6 +402,12 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     for (r, o) in relocs.iter_mut().zip(offsets) {
         r.offset = o;
     }
+    let bf16_cvts =
+        |mark| if zmm && ymm > 0 { marks::offsets(compiled.buffer.traps(), mark).count() as u32 } else { 0 };
+    let bf16_cvts = [
+        (wide::BF16_CVT_MARK, bf16_cvts(wide::BF16_CVT_MARK), "a"),
+        (wide::BF16_CVT_STREAM_MARK, bf16_cvts(wide::BF16_CVT_STREAM_MARK), "a non-temporal"),
+    ];
     let alignment = u64::from(compiled.buffer.alignment);
     module.define_function_bytes(id, alignment, &code, &relocs).map_err(cranelift_error)?;
     let text = clif.map(|clif| KernelText {
@@ -424,6 +452,17 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 f16c::NARROW_MARK,
                 "vcvtps2ph (fp32 to fp16, nearest even) to the same address",
             ));
+            for (mark, count, store) in bf16_cvts {
+                asm.push_str(&marks::note(
+                    count,
+                    "vpextrq stores of bf16 tiles",
+                    mark,
+                    &format!(
+                        "vcvtneps2bf16 (fp32 to bf16, nearest even; lanes of subnormals rounded with \
+                         integers) and {store} 32-byte store to the same address"
+                    ),
+                ));
+            }
             asm
         },
     });

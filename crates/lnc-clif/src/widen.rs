@@ -37,7 +37,14 @@ use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, 
 use crate::f16c::{
     WIDE_MARK as F16_LOAD_MARK, WIDE_NARROW_MARK as F16_STORE_MARK, WIDE_STREAM_MARK as F16_STREAM_MARK,
 };
-use crate::wide::{BF16_LOAD_MARK, BF16_STORE_MARK, BF16_STREAM_MARK, LOAD_MARK, STORE_MARK, STREAM_MARK};
+use crate::wide::{
+    BF16_CVT_MARK, BF16_CVT_STREAM_MARK, BF16_LOAD_MARK, BF16_STORE_MARK, BF16_STREAM_MARK, LOAD_MARK,
+    STORE_MARK, STREAM_MARK,
+};
+
+/// The marked stores of `bf16` parts that only 512-bit code has, rewritten by module
+/// `evex` from a `vpextrq m64, xmm, 0` placeholder.
+const BF16_STORES: [u8; 4] = [BF16_STORE_MARK, BF16_STREAM_MARK, BF16_CVT_MARK, BF16_CVT_STREAM_MARK];
 
 /// Lane-wise instructions: with `L` set, each `ymm` lane is computed from the same lane
 /// of the sources, as each `xmm` lane was.
@@ -141,6 +148,8 @@ pub(crate) fn patch(
                 F16_STREAM_MARK,
                 BF16_STORE_MARK,
                 BF16_STREAM_MARK,
+                BF16_CVT_MARK,
+                BF16_CVT_STREAM_MARK,
             ]
             .into_iter()
             .find(|&m| cranelift_codegen::ir::TrapCode::user(m) == Some(t.code))?;
@@ -162,13 +171,16 @@ pub(crate) fn patch(
         return Ok(0);
     }
     let (mut insts, index) = decode(code)?;
-    // The stores only 512-bit code has, each rewritten into one or two instructions.
+    // The half stores of 512-bit code, each rewritten into a sequence through `ymm16`;
+    // all but `fp16`'s cached one exist only there.
     let mut halves = std::collections::HashMap::new();
     for &(at, m) in &marks {
-        if [F16_STREAM_MARK, BF16_STORE_MARK, BF16_STREAM_MARK].contains(&m) {
+        if m == F16_STREAM_MARK || BF16_STORES.contains(&m) {
             if !zmm {
                 return Err(Unproven(format!("a store at {at:#x} marked {m:#x} outside 512-bit code")));
             }
+            halves.insert(at, m);
+        } else if m == F16_STORE_MARK && zmm {
             halves.insert(at, m);
         }
         let i = index.get(at).copied().filter(|&i| i != NONE);
@@ -202,7 +214,12 @@ pub(crate) fn patch(
             widened.push(match d.kind {
                 Kind::Other => Vec::new(),
                 _ => match halves.get(&d.at) {
-                    Some(&F16_STREAM_MARK) => crate::evex::stream_f16(&d.ins)?,
+                    Some(&m @ (F16_STORE_MARK | F16_STREAM_MARK)) => {
+                        crate::evex::store_f16(&d.ins, m == F16_STREAM_MARK)?
+                    }
+                    Some(&m @ (BF16_CVT_MARK | BF16_CVT_STREAM_MARK)) => {
+                        crate::evex::convert_bf16(&d.ins, m == BF16_CVT_STREAM_MARK)?
+                    }
                     Some(&m) => crate::evex::store_bf16(&d.ins, m == BF16_STREAM_MARK)?,
                     None => crate::evex::to_zmm(&d.ins).into_iter().collect(),
                 },
@@ -283,8 +300,9 @@ fn decode(code: &[u8]) -> Result<(Vec<Decoded>, Vec<u32>), Unproven> {
 /// The kind of the instruction `ins` marked `mark`, if it is one this module widens (to
 /// 512 bits when `zmm`).
 fn marked_kind(code: &[u8], ins: &Instruction, mark: u8, zmm: bool) -> Option<Kind> {
-    if matches!(mark, BF16_STORE_MARK | BF16_STREAM_MARK) {
-        // Rewritten by module `evex` into `vpmovdw`, which has no VEX form.
+    if BF16_STORES.contains(&mark) {
+        // Rewritten by module `evex` into `vpmovdw` or `vcvtneps2bf16`, which have no VEX
+        // form.
         let form =
             ins.code() == iced_x86::Code::VEX_Vpextrq_rm64_xmm_imm8 && ins.op0_kind() == OpKind::Memory;
         return (zmm && form).then_some(Kind::Store);

@@ -34,7 +34,7 @@ pub use jit::Jit;
 pub use kernel::{Grid, Kernel, RuntimeParam};
 pub use lnc_bir::{DType, Elem};
 /// Whether this host converts `fp16` tiles with F16C when [`CompileOptions::f16c`] is on.
-pub use lnc_clif::{computes_wide, computes_zmm, converts_f16_natively};
+pub use lnc_clif::{computes_wide, computes_zmm, converts_f16_natively, rounds_bf16_natively};
 pub use lnc_diag::{Diagnostic, SourceFile};
 pub use lnc_front::Signature;
 pub use lnc_runtime::Programs;

@@ -250,11 +250,13 @@ const NATIVE: CodegenOptions = CodegenOptions {
     f16c: true,
     wide: true,
     zmm: true,
+    bf16_cvt: true,
     verify: true,
 };
 
 /// Checked, integer conversions and 128-bit vectors only.
-const PLAIN: CodegenOptions = CodegenOptions { f16c: false, wide: false, zmm: false, ..NATIVE };
+const PLAIN: CodegenOptions =
+    CodegenOptions { f16c: false, wide: false, zmm: false, bf16_cvt: false, ..NATIVE };
 
 /// A pointer argument slot and its bounds.
 pub fn slot<T>(buf: &mut [T]) -> (u64, Bounds) {
