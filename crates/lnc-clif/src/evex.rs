@@ -250,8 +250,9 @@ fn zmm(n: usize) -> Option<Register> {
 
 /// The function `code`, whose reachable instructions are `insts` (in address order,
 /// decoded with their offsets as addresses), encoded again with `widened[i]` replacing
-/// `insts[i]` where it is not empty (one instruction, or two for a streaming `fp16`
-/// store). Every other instruction keeps its bytes, but the branches and RIP-relative
+/// `insts[i]` where it is not empty (one instruction; for a half store, the sequence
+/// through `ymm16`, whose only branch, [`convert_bf16`]'s, is raw bytes jumping within
+/// it). Every other instruction keeps its bytes, but the branches and RIP-relative
 /// operands, encoded again in the same form for their new places; bytes between
 /// instructions move with them. The offsets of `relocs` are moved to where their
 /// instructions land.
@@ -498,6 +499,7 @@ mod tests {
             assert_eq!(got[0].immediate8(), 0x20, "the subnormal class");
             assert_eq!((got[1].op0_register(), got[1].op1_register()), (Register::YMM16, Register::ZMM5));
             assert_eq!((got[12].op0_register(), got[12].op_mask()), (Register::YMM16, Register::K1));
+            assert!(!got[12].zeroing_masking(), "the other lanes keep the conversion's bits");
             assert_eq!(store.op1_register(), Register::YMM16);
             assert_eq!(
                 (

@@ -379,11 +379,56 @@ unsafe impl Sync for Job {}
 /// A failed program: its flat index and the error.
 struct Failure(u64, LaunchError);
 
+/// The floating-point control of the thread (x86's MXCSR) at its reset value while a
+/// worker runs programs, the thread's own restored when it is dropped: kernels compute
+/// IEEE arithmetic, rounding to nearest even and keeping subnormals, whatever the thread
+/// was set to (a library built with `-ffast-math` sets flush-to-zero and
+/// denormals-are-zero for the whole process). Code generation relies on it: lnc-clif
+/// rounds `bf16` stores with `vcvtneps2bf16`, whose subnormal inputs it finds with
+/// `vfpclassps`, which sees them as zero under denormals-are-zero.
+struct FpControl(#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] Option<u32>);
+
+/// The MXCSR's reset value: every exception masked, rounding to nearest, no flushing. The
+/// low six bits are exception flags, left as they are.
+#[cfg(target_arch = "x86_64")]
+const MXCSR_RESET: u32 = 0x1f80;
+
+impl FpControl {
+    fn reset() -> FpControl {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut csr = 0u32;
+            // SAFETY: `stmxcsr` writes four bytes to a local; SSE is part of x86-64.
+            unsafe { std::arch::asm!("stmxcsr [{}]", in(reg) &mut csr, options(nostack, preserves_flags)) };
+            if csr & !0x3f == MXCSR_RESET {
+                return FpControl(None);
+            }
+            let reset = MXCSR_RESET | (csr & 0x3f);
+            // SAFETY: loads a valid MXCSR value (reserved bits clear) from a local.
+            unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &reset, options(nostack, preserves_flags)) };
+            FpControl(Some(csr))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        FpControl(None)
+    }
+}
+
+impl Drop for FpControl {
+    fn drop(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(csr) = self.0 {
+            // SAFETY: restores the value `stmxcsr` read from this thread.
+            unsafe { std::arch::asm!("ldmxcsr [{}]", in(reg) &csr, options(nostack, preserves_flags)) };
+        }
+    }
+}
+
 impl Job {
     /// Takes chunks of `chunk` programs from the range `home` of `ranges` (the next
     /// program to hand out, the end) until it is handed out, then from the others in
     /// turn, running each chunk's programs in order; returns the first failure.
     fn run_worker(&self, ranges: &[Range], home: usize, chunk: u64) -> Result<(), Failure> {
+        let _fp = FpControl::reset();
         let scratch = ScratchArea::take(self.scratch_bytes).map_err(|e| Failure(0, e))?;
         if !scratch.ptr.is_null() {
             // SAFETY: the area holds at least `scratch_bytes` bytes.

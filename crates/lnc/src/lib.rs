@@ -33,7 +33,9 @@ pub use error::{Error, OutOfBounds, Result, SourceError};
 pub use jit::Jit;
 pub use kernel::{Grid, Kernel, RuntimeParam};
 pub use lnc_bir::{DType, Elem};
-/// Whether this host converts `fp16` tiles with F16C when [`CompileOptions::f16c`] is on.
+/// What this host's code computes with: 256-bit and 512-bit loops, F16C conversions of
+/// `fp16` tiles ([`CompileOptions::f16c`]), `vcvtneps2bf16` roundings to `bf16`
+/// ([`CompileOptions::bf16_cvt`]).
 pub use lnc_clif::{computes_wide, computes_zmm, converts_f16_natively, rounds_bf16_natively};
 pub use lnc_diag::{Diagnostic, SourceFile};
 pub use lnc_front::Signature;
