@@ -121,25 +121,41 @@ fn forward_in_512_bits_gives_the_bits_of_128_bf16() {
     forward_matches::<bf16>(16);
 }
 
-/// On a host with AVX-512 the fp16 forward's loops run in 512 bits: the function was
+/// On a host with AVX-512 the seed kernels' loops in fp16 and bf16 run in 512 bits,
+/// checked and unchecked, the tiles that end their rows' sums included: each function was
 /// encoded again with EVEX forms (`lnc compile --emit asm` says how many), not left in
 /// 256 bits by a refused proof.
 #[test]
-fn the_fp16_forward_runs_in_512_bit_loops_where_the_host_has_avx512() {
-    let sig = "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024";
+fn the_half_seed_kernels_run_in_512_bit_loops_where_the_host_has_avx512() {
     let module = module_of(16, true, u64::MAX);
-    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
-    let asm = module.dump("_layer_norm_fwd_fused", sig, &req).unwrap_or_else(|e| panic!("{e}"));
-    let note = asm.iter().any(|d| d.text.contains("instructions of the 512-bit loops above"));
-    assert_eq!(
-        note,
-        lnc::computes_zmm(),
-        "{}",
-        asm[0].text.lines().rev().take(5).collect::<Vec<_>>().join("\n")
-    );
+    let sigs = [
+        ("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024"),
+        (
+            "_layer_norm_bwd_dx_fused",
+            "*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,*i32,i32,i32,fp32,256,1024",
+        ),
+        ("_layer_norm_bwd_dwdb", "*fp16,*fp16,*fp16,*fp16,i32,i32,32,128"),
+    ];
+    for (kernel, sig) in sigs {
+        for dtype in ["fp16", "bf16"] {
+            let sig = sig.replace("fp16", dtype);
+            for checked in [true, false] {
+                let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked, ..Default::default() };
+                let asm = module.dump(kernel, &sig, &req).unwrap_or_else(|e| panic!("{e}"));
+                let note = asm.iter().any(|d| d.text.contains("instructions of the 512-bit loops above"));
+                assert_eq!(
+                    note,
+                    lnc::computes_zmm(),
+                    "{kernel} {sig} checked {checked}: {}",
+                    asm[0].text.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+                );
+            }
+        }
+    }
     // fp32 kernels stay at 8 lanes, in 256-bit loops.
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
     let asm = module
-        .dump("_layer_norm_fwd_fused", &sig.replace("fp16", "fp32"), &req)
+        .dump("_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024", &req)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!asm[0].text.contains("512-bit"));
 }
@@ -412,14 +428,22 @@ fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
     for (threshold, bf16_cvt) in [(u64::MAX, true), (0, true), (u64::MAX, false), (0, false)] {
         let opts = lnc::CompileOptions { stream_threshold: threshold, bf16_cvt, ..sixteen.clone() };
         let (wide, plain) = (module(opts.clone()), module(lnc::CompileOptions { wide: false, ..opts }));
-        let run = |module: &lnc::Module| {
+        let run = |module: &lnc::Module, checked: bool| {
             let k = module.kernel("narrow", "*fp32,*bf16,i32,1024").unwrap_or_else(|e| panic!("{e}"));
             let mut y = vec![bf16::from_bits(0x7fa5); x.len()];
-            k.launch(n.div_ceil(1024) as u32, &lnc::args![&x, &mut y, n as i32])
-                .unwrap_or_else(|e| panic!("{e}"));
-            y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>()
+            let grid = n.div_ceil(1024) as u32;
+            if checked {
+                k.launch(grid, &lnc::args![&x, &mut y, n as i32]).unwrap_or_else(|e| panic!("{e}"));
+            } else {
+                // SAFETY: every access is within x and y, whose lengths exceed n.
+                unsafe { k.launch_unchecked(grid, &lnc::args![&x, &mut y, n as i32]) }
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            (k.widened_instructions(), y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>())
         };
-        let (got, narrow) = (run(&wide), run(&plain));
+        let ((widened, got), (_, narrow)) = (run(&wide, true), run(&plain, true));
+        assert_eq!(widened > 0, lnc::computes_zmm(), "threshold {threshold}, bf16_cvt {bf16_cvt}");
+        assert!(run(&wide, false).1 == got, "threshold {threshold}, bf16_cvt {bf16_cvt}: unchecked differs");
         for (k, &v) in x.iter().enumerate().take(n) {
             let want = bf16::from_f32(v).to_bits();
             assert_eq!(
@@ -440,4 +464,71 @@ fn fp32_rounded_to_bf16_in_a_512_bit_loop() {
         asm[0].text.contains("rewritten after Cranelift to vcvtneps2bf16"),
         lnc::rounds_bf16_natively()
     );
+}
+
+/// The seed forward in bf16 in 512-bit loops, with weights so small that y straddles the
+/// smallest normal: `vcvtneps2bf16` with its integer fix-up of subnormal lanes, streamed
+/// and cached, gives the bits of the integer rounding and of 128-bit vectors, at shifted
+/// outputs, checked and unchecked.
+#[test]
+fn bf16_outputs_with_subnormals_in_512_bit_loops() {
+    let mut rng = rng();
+    let module = |wide: bool, threshold: u64, bf16_cvt: bool| {
+        let opts = lnc::CompileOptions {
+            lanes: 16,
+            wide,
+            stream_threshold: threshold,
+            bf16_cvt,
+            ..Default::default()
+        };
+        seed_module(&lnc::Jit::with_options(opts))
+    };
+    let mut subnormals = 0usize;
+    for threshold in [u64::MAX, 0] {
+        let (cvt, int, narrow) =
+            (module(true, threshold, true), module(true, threshold, false), module(false, threshold, false));
+        for (m, n) in [(9usize, 7usize), (5, 61), (4, 100), (37, 1000), (3, 1023), (64, 1024), (5, 4097)] {
+            let sig = format!("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two());
+            let kernel =
+                |md: &lnc::Module| md.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}"));
+            let (kc, ki, kn) = (kernel(&cvt), kernel(&int), kernel(&narrow));
+            if lnc::computes_zmm() && n >= 16 {
+                assert!(kc.widened_instructions() > 0, "{m}x{n}: no loop widened");
+            }
+            let x: Vec<bf16> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(bf16::from_f32).collect();
+            // |w| from 2^-130 to 2^-122, b below 1e-38.
+            let w: Vec<bf16> = (0..n)
+                .map(|_| {
+                    let e = rand::Rng::random::<f32>(&mut rng) * 8.0 - 130.0;
+                    let s = if rand::Rng::random::<bool>(&mut rng) { -1.0 } else { 1.0 };
+                    bf16::from_f32(s * e.exp2())
+                })
+                .collect();
+            let b: Vec<bf16> =
+                (0..n).map(|_| bf16::from_f32((rand::Rng::random::<f32>(&mut rng) - 0.5) * 1e-38)).collect();
+            let want = run_forward(&kn, &x, &w, &b, 0, true).0;
+            subnormals += want.iter().filter(|v| v.to_f32().is_subnormal()).count();
+            for shift in [0, 1, 4, 7, 16] {
+                for checked in [true, false] {
+                    for (name, k) in [("vcvtneps2bf16", &kc), ("integer rounding", &ki)] {
+                        let got = run_forward(k, &x, &w, &b, shift, checked).0;
+                        let bad: Vec<(usize, u16, u16)> = got
+                            .iter()
+                            .zip(&want)
+                            .enumerate()
+                            .filter(|(_, (g, c))| g.to_bits() != c.to_bits())
+                            .take(5)
+                            .map(|(i, (g, c))| (i, g.to_bits(), c.to_bits()))
+                            .collect();
+                        assert!(
+                            bad.is_empty(),
+                            "{name}, {m}x{n}, threshold {threshold}, y shifted {shift}, checked {checked}: \
+                             (element, bits, 128-bit bits) {bad:x?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(subnormals > 1000, "only {subnormals} subnormal outputs");
 }

@@ -9,13 +9,16 @@
 //! last = nb - L
 //! for iv = 0 to full step L { … }
 //! for iv = full to vlb step 1 { … }               ; runs only when nb < L
-//! for iv = vlb to nb step L iter(a) {             ; once when full < nb, L ≤ nb
+//! for iv = vlb to nb step L iter(a = -0.0) {      ; once when full < nb, L ≤ nb
 //!   t = min(iv, last)                             ; the tile [nb - L, nb)
 //!   q = iota(t) >= splat(iv)                      ; its lanes the steady loop did not run
 //!   … body at t, the bound predicate true …
 //!   yield a + select(q, x, -0.0)                  ; sums count each element once
 //! }
+//! sum = scalar tail's sum + the tile's
 //! ```
+//!
+//! (A loop carrying maxima or minima continues the scalar tail's values instead.)
 //!
 //! A row whose length is not a multiple of the tile otherwise ends in up to `L - 1`
 //! iterations on scalars, each a whole pass of the body for one element, and with 16-lane
@@ -68,6 +71,10 @@ pub(crate) struct Tail {
     pub(crate) tile: Inst,
     /// Where the scalar tail stops and the tile loop starts (`vlb`).
     pub(crate) split: Value,
+    /// For a loop whose carried values are all sums: the splats of their neutral element
+    /// the tile's sums start from, to place right before it; the scalar tail's sums are
+    /// added to the tile's after it. Empty: the tile continues the scalar tail's values.
+    pub(crate) fresh: Vec<Inst>,
 }
 
 /// The overlapping tile for the tail of loop `l` (the loop from `full`, its body a tile
@@ -185,7 +192,21 @@ pub(crate) fn tail(
     let y = f.create_inst(Opcode::Yield, next, &[], span);
     insts.push(y);
     f.insts[tile].regions = vec![Region { args: std::iter::once(tiv).chain(accs).collect(), insts }];
-    Some(Tail { pre, tile, split })
+    // Sums start afresh, from splats: lnc-clif's wide loops take a carried tile that
+    // starts as a splat, in one 512-bit register, where another start would enter through
+    // scratch (and a tile loop that does not qualify takes four 128-bit parts of every
+    // tile, its code compiled four times over). The tile adds one term per lane to the
+    // neutral element, which leaves it as it is, so the scalar tail's sum plus the tile's
+    // is the sum the tile would have continued.
+    let mut fresh = Vec::new();
+    if terms.iter().all(|&(bop, _)| bop == BinOp::Add) {
+        for &ty in &carried {
+            let neutral = konst(f, ty.dtype(), crate::emit::neutral(ReduceOp::Sum, ty.dtype()));
+            let i = f.create_inst(Opcode::Splat, vec![neutral], &[ty], span);
+            fresh.push(i);
+        }
+    }
+    Some(Tail { pre, tile, split, fresh })
 }
 
 /// Whether the tile is worth its compile time (it is the code of another pass, 0.5–1 ms
