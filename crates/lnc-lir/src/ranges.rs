@@ -1,7 +1,7 @@
 //! Value intervals of a function's integer scalars.
 //!
 //! An interval analysis in program order: constants, `min`, `max`, `and` with a negative
-//! mask (a multiple of a power of two, rounding down), `add`, `sub`, integer casts that
+//! mask (a multiple of a power of two, rounding down) or of a constant, `add`, `sub`, integer casts that
 //! fit; a loop index with a constant positive step ranges over `[lo(lb), hi(ub) - 1]`. A
 //! result that may wrap is known no better than its type. Code generation uses it to run
 //! loop indices in 64 bits and to merge range checks; tiling, to bound the rows it
@@ -76,6 +76,12 @@ impl Ranges {
             Opcode::Binary(BinOp::Sub) => (a(0).0 - a(1).1, a(0).1 - a(1).0),
             Opcode::Binary(BinOp::Min) => (a(0).0.min(a(1).0), a(0).1.min(a(1).1)),
             Opcode::Binary(BinOp::Max) => (a(0).0.max(a(1).0), a(0).1.max(a(1).1)),
+            // A constant masked by a constant (a bound the tiler rounds down to a
+            // multiple of its step) is known exactly.
+            Opcode::Binary(BinOp::And) if a(0).0 == a(0).1 && const_int(f, d.args[1]).is_some() => {
+                let v = i128::from(a(0).0 as i64 & const_int(f, d.args[1]).unwrap_or(-1));
+                (v, v)
+            }
             // `x & -2^k` with `x ≥ 0` rounds down: between 0 and `x`.
             Opcode::Binary(BinOp::And)
                 if a(0).0 >= 0

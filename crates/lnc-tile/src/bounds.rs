@@ -30,7 +30,7 @@ use lnc_lir::{BinOp, CmpOp, Const, DType, Function, Inst, Opcode, ReduceOp, Ty, 
 
 use crate::rewrite::{
     Lanes, Parent, clone_insts, const_of, def, defined_inside, dependents, insert_before, int_of,
-    is_widened_iv, iv_plus, konst, parents, term_plus, walk_nested,
+    is_widened_iv, iv_plus, konst, parents, replace_uses, term_plus, walk_nested,
 };
 
 /// What a loop's bound predicate compares: `base + iv + lane < n` over `extent` in steps,
@@ -624,19 +624,6 @@ pub(crate) fn enabled_count(f: &mut Function, key: &Key, emit: &mut Emit<'_>) ->
         }
     };
     emit(f, Opcode::Cast, vec![t], Ty::Scalar(DType::I32))
-}
-
-/// Replaces every use of the keys of `map` by their values.
-fn replace_uses(f: &mut Function, map: &HashMap<Value, Value>) {
-    let mut live = Vec::new();
-    f.walk(|i| live.push(i));
-    for i in live {
-        for a in &mut f.insts[i].args {
-            if let Some(&to) = map.get(a) {
-                *a = to;
-            }
-        }
-    }
 }
 
 /// The tiles past `n` are skipped, but in the program they take part: a float sum that

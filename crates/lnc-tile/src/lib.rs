@@ -54,6 +54,7 @@ mod emit;
 mod eval;
 mod fusion;
 mod locks;
+mod never;
 mod overlap;
 mod prefetch;
 mod provenance;
@@ -208,6 +209,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     if opts.stream {
         stream::run(&mut lir, opts.half_stores);
     }
+    never::run(&mut lir);
     dce::run(&mut lir);
     if cfg!(debug_assertions)
         && let Err(e) = lnc_lir::verify(&lir)

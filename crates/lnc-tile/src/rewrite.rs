@@ -366,3 +366,16 @@ fn one_lane(op: Opcode) -> Opcode {
         op => op,
     }
 }
+
+/// Replaces every use of the keys of `map` by their values.
+pub(crate) fn replace_uses(f: &mut Function, map: &HashMap<Value, Value>) {
+    let mut live = Vec::new();
+    f.walk(|i| live.push(i));
+    for i in live {
+        for a in &mut f.insts[i].args {
+            if let Some(&to) = map.get(a) {
+                *a = to;
+            }
+        }
+    }
+}
