@@ -105,7 +105,7 @@ pub(crate) fn tail(
             return None;
         }
     }
-    if !rerun_safe(f, &body) || !lanewise_in_iv(f, l, &body) {
+    if !rerun_safe(f, &body, pset) || !lanewise_in_iv(f, l, &body) {
         return None;
     }
     // The row pointers of the stores that may stream (below), defined before the loop.
@@ -213,10 +213,13 @@ fn worth_it(f: &Function, l: Inst, parent: Parent) -> bool {
 
 /// Whether running an iteration of `body` again changes nothing: it only computes, loads
 /// (not volatile) from arguments and scratch buffers it does not store into, and stores;
-/// no instruction combines the lanes of a tile.
-fn rerun_safe(f: &Function, body: &Region) -> bool {
+/// no instruction combines the lanes of a tile. A buffer may be read where the same
+/// iteration writes back what it read, the bound predicates `pset` true: the masked row
+/// module `rows` keeps in scratch for later passes, `s[i] = p ? s[i] : 0`.
+fn rerun_safe(f: &Function, body: &Region, pset: &HashSet<Value>) -> bool {
     let mut stored_args = HashSet::new();
     let mut stored_slots = HashSet::new();
+    let mut rewritten = HashSet::new();
     for &i in &body.insts {
         // One store per argument and per buffer: two at different offsets could write the
         // same element, the later store's value the one that stays, and the tile would
@@ -224,10 +227,11 @@ fn rerun_safe(f: &Function, body: &Region) -> bool {
         // loop only through the same pointer; this does not rely on it.)
         let fresh = match f.insts[i].opcode {
             Opcode::Store { site, .. } => stored_args.insert(f.sites[site as usize].arg),
+            Opcode::ScratchStore(slot) if writes_back(f, i, pset) => rewritten.insert(slot),
             Opcode::ScratchStore(slot) => stored_slots.insert(slot),
             _ => true,
         };
-        if !fresh {
+        if !fresh || rewritten.iter().any(|s| stored_slots.contains(s)) {
             return false;
         }
     }
@@ -241,6 +245,24 @@ fn rerun_safe(f: &Function, body: &Region) -> bool {
         Opcode::ReduceLanes(_) => false,
         op => op.is_pure(),
     })
+}
+
+/// Whether scratch store `i` writes back what a load of the same buffer at the same index
+/// read, selected by a bound predicate (true in the tile): `s[i] = p ? s[i] : z`, or
+/// `s[i] = s[i]`.
+fn writes_back(f: &Function, i: Inst, pset: &HashSet<Value>) -> bool {
+    let d = &f.insts[i];
+    let Opcode::ScratchStore(slot) = d.opcode else { return false };
+    let [index, v] = d.args[..] else { return false };
+    let loaded = |v: Value| {
+        def(f, v)
+            .is_some_and(|j| f.insts[j].opcode == Opcode::ScratchLoad(slot) && f.insts[j].args[0] == index)
+    };
+    loaded(v)
+        || def(f, v).is_some_and(|j| {
+            let s = &f.insts[j];
+            s.opcode == Opcode::Select && pset.contains(&s.args[0]) && loaded(s.args[1])
+        })
 }
 
 /// Whether the body of loop `l` uses its induction variable only through element indices:

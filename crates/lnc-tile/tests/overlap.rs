@@ -22,16 +22,24 @@ fn ns(block: i64) -> Vec<i64> {
 /// Whether `text` (loop IR) has a tail tile: a loop from `full == 0 ? nb : full` whose
 /// body starts by clamping its index, `min(iv, nb - L)`.
 fn has_tail_tile(text: &str) -> bool {
+    tail_tiles(text) > 0
+}
+
+/// How many tail tiles `text` (loop IR) has ([`has_tail_tile`]).
+fn tail_tiles(text: &str) -> usize {
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     let selects: Vec<&str> =
         lines.iter().filter(|l| l.contains(" = select ")).filter_map(|l| l.split(" = ").next()).collect();
-    lines.windows(2).any(|w| {
-        let Some(head) = w[0].split("for ").nth(1) else { return false };
-        let mut words = head.split_whitespace();
-        let (iv, _, lb) = (words.next(), words.next(), words.next());
-        let (Some(iv), Some(lb)) = (iv, lb) else { return false };
-        selects.contains(&lb) && w[1].contains(&format!(" = min {iv}, "))
-    })
+    lines
+        .windows(2)
+        .filter(|w| {
+            let Some(head) = w[0].split("for ").nth(1) else { return false };
+            let mut words = head.split_whitespace();
+            let (iv, _, lb) = (words.next(), words.next(), words.next());
+            let (Some(iv), Some(lb)) = (iv, lb) else { return false };
+            selects.contains(&lb) && w[1].contains(&format!(" = min {iv}, "))
+        })
+        .count()
 }
 
 const CENTER: &str = r#"
@@ -199,5 +207,49 @@ fn a_loop_under_an_if_keeps_the_scalar_tail() {
             let args = [ptr(0), ptr(1), ArgValue::Int(n), ArgValue::Int(flag), ArgValue::Int(64)];
             differential(&f, [1, 1, 1], &args, &bufs, &[16]);
         }
+    }
+}
+
+/// The seed forward in fp16 whose rows module `rows` converts into scratch (no F16C): each
+/// sum's loop reads its buffer and writes back what it read, `s[i] = p ? s[i] : 0`, which
+/// running lanes again leaves as it is, so both sums end in the row's last tile, as they
+/// do where the loops read the rows from memory. (Their tail elements then take the same
+/// lanes, and the two plans' sums the same bits.)
+#[test]
+fn sums_over_a_row_in_scratch_end_in_the_rows_last_tile() {
+    let f =
+        bir(&seed_source(), "_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,64");
+    for native_f16 in [false, true] {
+        let opts = lnc_tile::TileOptions { lanes: 16, native_f16, ..Default::default() };
+        let text = lnc_lir::print_function(&tile_opts(&f, opts).unwrap_or_else(|e| panic!("{e}")));
+        // The mean's, the variance's and the output's passes.
+        assert_eq!(tail_tiles(&text), 3, "native_f16 {native_f16}:\n{text}");
+    }
+    for n in [1, 15, 16, 17, 33, 47, 63, 64] {
+        let x: Vec<f64> =
+            data(5, 3 * 64).into_iter().map(|v| f64::from(half::f16::from_f64(v).to_f32())).collect();
+        let wb: Vec<f64> =
+            data(6, 64).into_iter().map(|v| f64::from(half::f16::from_f64(v + 1.0).to_f32())).collect();
+        let bufs = [
+            Buffer::from_f64_values(DType::F16, &x),
+            Buffer::zeros(DType::F16, 3 * 64),
+            Buffer::from_f64_values(DType::F16, &wb),
+            Buffer::from_f64_values(DType::F16, &wb),
+            Buffer::zeros(DType::F32, 3),
+            Buffer::zeros(DType::F32, 3),
+        ];
+        let args = [
+            ptr(0),
+            ptr(1),
+            ptr(2),
+            ptr(3),
+            ptr(4),
+            ptr(5),
+            ArgValue::Int(64),
+            ArgValue::Int(n),
+            ArgValue::Float(1e-5),
+            ArgValue::Int(64),
+        ];
+        differential(&f, [3, 1, 1], &args, &bufs, &[16]);
     }
 }
