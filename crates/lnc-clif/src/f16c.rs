@@ -136,6 +136,22 @@ fn narrow_marked(fx: &mut FunctionCx, mark: u8, v: Value, addr: Value, offset: i
     fx.bcx.ins().store(marks::flags(mark), low, addr, offset);
 }
 
+/// The `fp16` bits of the four lanes of the `f32x4` `v` (nearest even), each in the low
+/// 16 bits of an `i32`: stored rounded into the program's scratch area, as [`round_4`]
+/// does, and read back lane by lane.
+pub(crate) fn bits_4(fx: &mut FunctionCx, v: Value) -> [Value; 4] {
+    fx.f16c_rounds = true;
+    let offset = crate::base::f16c_round_offset(fx.f);
+    let (at, disp) = match i32::try_from(offset) {
+        Ok(disp) => (crate::memory::scratch_area(fx), disp),
+        Err(_) => (crate::memory::scratch_at(fx, offset), 0),
+    };
+    narrow_4(fx, v, at, disp);
+    std::array::from_fn(|k| {
+        fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp + 2 * k as i32)
+    })
+}
+
 /// The four lanes of the `f32x4` `v` rounded to `fp16`, as `f32`: stored rounded into the
 /// program's scratch area (after its buffers, [`crate::base::f16c_round_offset`]) and
 /// loaded back converted. F16C converts registers too, but only a memory access can carry

@@ -452,6 +452,35 @@ pub(crate) fn store_scalar(fx: &mut FunctionCx, d: DType, v: Value, addr: Value,
     fx.bcx.ins().istore16(data_flags(), h, addr, offset);
 }
 
+/// The 16-bit patterns of the lanes of the half tile `t`, each in the low bits of an
+/// `i32`, for stores lane by lane (masked ones): converted a vector part at a time, with
+/// F16C one `vcvtps2ph` per four lanes read back from scratch ([`crate::f16c::bits_4`]),
+/// else the integer rounding on `i32x4` lanes. Converting each lane as a scalar took about
+/// 30 instructions a lane: the fp16 dwdb kernel's two masked stores of 16 lanes were 2200
+/// of the 5100 lines of its Cranelift IR.
+pub(crate) fn lane_bits(fx: &mut FunctionCx, d: DType, t: &crate::value::Tile) -> Vec<Value> {
+    if t.per == 1 {
+        return t.parts.iter().map(|&v| bits_of(fx, d, v)).collect();
+    }
+    let mut out = Vec::with_capacity(t.parts.len() * usize::from(t.per));
+    for &p in &t.parts {
+        if d == DType::F16 && fx.f16c && t.per == 4 {
+            out.extend(crate::f16c::bits_4(fx, p));
+            continue;
+        }
+        let b = bits_of(fx, d, p);
+        for k in 0..t.per {
+            out.push(fx.bcx.ins().extractlane(b, k));
+        }
+    }
+    out
+}
+
+/// Stores the 16 bits `h` (in the low bits of an `i32`) of an element.
+pub(crate) fn store_bits(fx: &mut FunctionCx, h: Value, addr: Value, offset: i32) {
+    fx.bcx.ins().istore16(data_flags(), h, addr, offset);
+}
+
 /// Loads `parts` vector parts (four consecutive elements each) at `addr`.
 pub(crate) fn load_parts(fx: &mut FunctionCx, d: DType, parts: usize, addr: Value, disp: i32) -> Vec<Value> {
     (0..parts)

@@ -658,12 +658,18 @@ fn store_lanes(
 ) -> Result<(), CodegenError> {
     let addrs = lane_addresses(fx, a, d, lanes)?;
     let bits = mask_lanes(fx, mask, lanes as usize);
-    let vals = value::lanes(&mut fx.bcx, d, t);
+    // Half lanes convert a vector part at a time, not one by one.
+    let half = half::is_half(d) && t.per > 1;
+    let vals = if half { half::lane_bits(fx, d, t) } else { value::lanes(&mut fx.bcx, d, t) };
     check_lanes(fx, a, &addrs, &bits, d.size())?;
     let dummy = dummy_address(fx);
     for k in 0..lanes as usize {
         let target = lane_target(fx, addrs[k], bits[k], dummy);
-        store_scalar(fx, d, vals[k], target, 0);
+        if half {
+            half::store_bits(fx, vals[k], target, 0);
+        } else {
+            store_scalar(fx, d, vals[k], target, 0);
+        }
     }
     Ok(())
 }
