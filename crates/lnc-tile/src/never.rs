@@ -1,5 +1,6 @@
-//! Loops that never run: a `for` whose lower bound is at least its upper bound whatever
-//! values they take (`lnc_lir::ranges`) goes, its results replaced by its initial values.
+//! Loops that never run: a `for` whose step is positive and whose lower bound is at least
+//! its upper bound, whatever values they take (`lnc_lir::ranges`), goes, its results
+//! replaced by its initial values.
 //!
 //! ```text
 //! for r = 32 to 32 step 1 iter(a = s) { … }       ; r = … the loop's results: s
@@ -23,8 +24,10 @@ pub(crate) fn run(f: &mut Function) {
     let never: Vec<_> = for_loops(f)
         .into_iter()
         .filter(|&l| {
+            // A negative step runs while `iv > ub`: only a step known to be positive
+            // (a run-time one may not be: `range(10, 0, s)`) makes `lb ≥ ub` empty.
             let d = &f.insts[l];
-            ranges.of(f, d.args[0]).0 >= ranges.of(f, d.args[1]).1
+            ranges.of(f, d.args[2]).0 > 0 && ranges.of(f, d.args[0]).0 >= ranges.of(f, d.args[1]).1
         })
         .collect();
     if never.is_empty() {

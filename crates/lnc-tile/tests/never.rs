@@ -9,13 +9,17 @@ use common::*;
 use lnc_bir::interp::{ArgValue, Buffer};
 use lnc_lir::DType;
 
-/// The loops of `f` whose lower bound is provably at least their upper bound.
+/// The loops of `f` with a positive step whose lower bound is provably at least their
+/// upper bound.
 fn never_running(f: &lnc_lir::Function) -> Vec<lnc_lir::Inst> {
     let ranges = lnc_lir::ranges::Ranges::analyze(f);
     let mut out = Vec::new();
     f.walk(|i| {
         let d = &f.insts[i];
-        if d.opcode == lnc_lir::Opcode::For && ranges.of(f, d.args[0]).0 >= ranges.of(f, d.args[1]).1 {
+        if d.opcode == lnc_lir::Opcode::For
+            && ranges.of(f, d.args[2]).0 > 0
+            && ranges.of(f, d.args[0]).0 >= ranges.of(f, d.args[1]).1
+        {
             out.push(i);
         }
     });
@@ -53,5 +57,27 @@ fn the_remainders_of_block_reductions_go() {
             ArgValue::Int(16),
         ];
         differential(&f, [n.div_ceil(16) as u32, 1, 1], &args, &bufs, &[4, 8, 16]);
+    }
+}
+
+const DOWN: &str = r#"
+@triton.jit
+def k(Y, S):
+    acc = 0
+    for i in range(10, 0, S):
+        acc += i
+    tl.store(Y, acc)
+"#;
+
+/// A loop from 10 down to 0 by a step known only at run time is no loop that never runs:
+/// a negative step runs while `iv > ub`.
+#[test]
+fn a_loop_down_by_a_run_time_step_stays() {
+    let f = bir(DOWN, "k", "*i32,i32");
+    let text = lnc_lir::print_function(&tile_with(&f, 8).unwrap_or_else(|e| panic!("{e}")));
+    assert!(text.contains("for "), "{text}");
+    for s in [-1, -3, -10, -11, 1, 4] {
+        let bufs = [Buffer::zeros(DType::I32, 1)];
+        differential(&f, [1, 1, 1], &[ptr(0), ArgValue::Int(s)], &bufs, &[4, 8]);
     }
 }
