@@ -32,7 +32,12 @@ def scale(X, Y, N, BLOCK: tl.constexpr):\n\
 def copy(X, Y, N, BLOCK: tl.constexpr):\n\
 \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
 \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
-\x20   tl.store(Y + offs, x, mask=offs < N)\n";
+\x20   tl.store(Y + offs, x, mask=offs < N)\n\
+\n@triton.jit\n\
+def tiny(Y, S):\n\
+\x20   tl.store(Y, 1e-40)\n\
+\x20   tl.store(Y + 1, S)\n\
+\x20   tl.store(Y + 2, S * 0.5)\n";
 
 /// Subnormal and normal `f32` values, and the few-lane rows both ways, under DAZ and FTZ
 /// in the launching thread, which created the pool (its threads inherit the control) and
@@ -86,6 +91,39 @@ fn subnormals_survive_a_launching_thread_that_flushes_them() {
         }
         // The thread's own control is back.
         assert_eq!(mxcsr() & !0x3f, (before | DAZ_FTZ) & !0x3f);
+        set_mxcsr(before);
+    })
+    .join()
+    .unwrap_or_else(|_| panic!("the launching thread failed"));
+}
+
+/// A subnormal literal folds, and an `f64` argument for an `fp32` parameter converts, to
+/// the same bits on a thread that flushes subnormals: the compiler and the launch convert
+/// under the reset control too.
+#[test]
+fn subnormal_constants_and_arguments_survive_a_thread_that_flushes_them() {
+    let tiny = 1e-40f32.to_bits();
+    let half = f32::from_bits(tiny / 2).to_bits();
+    std::thread::spawn(move || {
+        let before = mxcsr();
+        set_mxcsr(before | DAZ_FTZ);
+        let jit = lnc::Jit::with_options(lnc::CompileOptions::default())
+            .with_threads(1)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let module = jit.module("fp.py", KERNEL.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let k = module.kernel("tiny", "*fp32,fp32").unwrap_or_else(|e| panic!("{e}"));
+        for checked in [true, false] {
+            let mut y = vec![f32::NAN; 3];
+            let args = lnc::args![&mut y, 1e-40f64];
+            if checked {
+                k.launch(1u32, &args).unwrap_or_else(|e| panic!("{e}"));
+            } else {
+                // SAFETY: the kernel writes the three elements of y.
+                unsafe { k.launch_unchecked(1u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
+            }
+            let got: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, [tiny, tiny, half], "checked {checked}");
+        }
         set_mxcsr(before);
     })
     .join()

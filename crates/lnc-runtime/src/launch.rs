@@ -379,14 +379,15 @@ unsafe impl Sync for Job {}
 /// A failed program: its flat index and the error.
 struct Failure(u64, LaunchError);
 
-/// The floating-point control of the thread (x86's MXCSR) at its reset value while a
-/// worker runs programs, the thread's own restored when it is dropped: kernels compute
-/// IEEE arithmetic, rounding to nearest even and keeping subnormals, whatever the thread
-/// was set to (a library built with `-ffast-math` sets flush-to-zero and
-/// denormals-are-zero for the whole process). Code generation relies on it: lnc-clif
-/// rounds `bf16` stores with `vcvtneps2bf16`, whose subnormal inputs it finds with
+/// The floating-point control of the thread (x86's MXCSR) at its reset value until it is
+/// dropped, the thread's own restored then: kernels compute IEEE arithmetic, rounding to
+/// nearest even and keeping subnormals, whatever the thread was set to (a library built
+/// with `-ffast-math` sets flush-to-zero and denormals-are-zero for the whole process).
+/// Each worker holds one while it runs programs, and the compiler while it compiles
+/// (constant folding) and converts scalar arguments. Code generation relies on it too:
+/// lnc-clif rounds `bf16` stores with `vcvtneps2bf16`, whose subnormal inputs it finds with
 /// `vfpclassps`, which sees them as zero under denormals-are-zero.
-struct FpControl(#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] Option<u32>);
+pub struct FpControl(#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] Option<u32>);
 
 /// The MXCSR's reset value: every exception masked, rounding to nearest, no flushing. The
 /// low six bits are exception flags, left as they are.
@@ -394,7 +395,8 @@ struct FpControl(#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] Opti
 const MXCSR_RESET: u32 = 0x1f80;
 
 impl FpControl {
-    fn reset() -> FpControl {
+    /// Sets the thread's floating-point control to its reset value, until dropped.
+    pub fn reset() -> FpControl {
         #[cfg(target_arch = "x86_64")]
         {
             let mut csr = 0u32;

@@ -78,6 +78,8 @@ impl Jit {
     /// Parses kernel source text; `name` is what diagnostics call the file.
     pub fn module(&self, name: impl Into<String>, text: impl Into<String>) -> Result<Module> {
         let file = Arc::new(SourceFile::new(name, text));
+        // Literals parse to the same values whatever the thread's floating-point control.
+        let _fp = lnc_runtime::FpControl::reset();
         let ast = lnc_syntax::parse_file(&file).map_err(|d| Error::source(&file, d))?;
         let mut h = DefaultHasher::new();
         file.text.hash(&mut h);

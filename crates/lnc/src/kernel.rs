@@ -217,6 +217,10 @@ impl Kernel {
     }
 
     fn run(&self, grid: Grid, args: &[Arg<'_>], checked: bool) -> Result<()> {
+        // Scalar arguments convert (`f64` to `fp32`, say) as the kernel computes, and the
+        // unchecked code compiled on first use folds its constants so, whatever the
+        // thread's floating-point control (`lnc_runtime::FpControl`).
+        let _fp = lnc_runtime::FpControl::reset();
         if args.len() != self.params.len() {
             let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
             return Err(self.launch_error(format!(

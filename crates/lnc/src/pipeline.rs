@@ -210,6 +210,9 @@ pub(crate) fn compile(
     req: &DumpRequest,
     dumps: &mut Vec<Dump>,
 ) -> Result<Artifacts> {
+    // Constant folding (here and in Cranelift) computes as the kernel would, whatever the
+    // thread's floating-point control (`lnc_runtime::FpControl`).
+    let _fp = lnc_runtime::FpControl::reset();
     let mut timings = Timings::default();
     if req.wants(Stage::Ast)
         && let Some(f) = ast.function(kernel)
