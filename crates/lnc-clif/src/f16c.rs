@@ -140,25 +140,25 @@ fn narrow_marked(fx: &mut FunctionCx, mark: u8, v: Value, addr: Value, offset: i
 /// 16 bits of an `i32`: stored rounded into the program's scratch area, as [`round_4`]
 /// does, and read back lane by lane.
 pub(crate) fn bits_4(fx: &mut FunctionCx, v: Value) -> [Value; 4] {
-    fx.f16c_rounds = true;
-    let offset = crate::base::f16c_round_offset(fx.f);
-    let (at, disp) = match i32::try_from(offset) {
-        Ok(disp) => (crate::memory::scratch_area(fx), disp),
-        Err(_) => (crate::memory::scratch_at(fx, offset), 0),
-    };
-    narrow_4(fx, v, at, disp);
+    let (at, disp) = rounded_into_scratch(fx, v);
     std::array::from_fn(|k| {
         fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp + 2 * k as i32)
     })
 }
 
 /// The four lanes of the `f32x4` `v` rounded to `fp16`, as `f32`: stored rounded into the
-/// program's scratch area (after its buffers, [`crate::base::f16c_round_offset`]) and
-/// loaded back converted. F16C converts registers too, but only a memory access can carry
-/// the mark; and not one to a stack slot, whose accesses Cranelift emits without their
-/// trap codes. The store forwards to the load, a few cycles, against about two dozen
-/// instructions of integer rounding.
+/// program's scratch area and loaded back converted. F16C converts registers too, but
+/// only a memory access can carry the mark; and not one to a stack slot, whose accesses
+/// Cranelift emits without their trap codes. The store forwards to the load, a few
+/// cycles, against about two dozen instructions of integer rounding.
 pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
+    let (at, disp) = rounded_into_scratch(fx, v);
+    widen_4(fx, at, disp)
+}
+
+/// Stores the lanes of `v` rounded to `fp16` into the program's scratch area, after its
+/// buffers ([`crate::base::f16c_round_offset`]); returns where.
+fn rounded_into_scratch(fx: &mut FunctionCx, v: Value) -> (Value, i32) {
     fx.f16c_rounds = true;
     // The offset in the instructions' displacement: `area + offset` as a value of its own
     // would be rematerialized by Cranelift at every use.
@@ -168,7 +168,7 @@ pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
         Err(_) => (crate::memory::scratch_at(fx, offset), 0),
     };
     narrow_4(fx, v, at, disp);
-    widen_4(fx, at, disp)
+    (at, disp)
 }
 
 /// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into
