@@ -112,6 +112,34 @@ fn fwd_asm_is_deterministic() {
     assert_eq!(a, dump(Stage::Asm, true));
 }
 
+/// `--emit mc` shows the code as it runs, after lnc's rewrites: the 512-bit forms, the
+/// `bf16` conversions, the non-temporal stores, which Cranelift's listing (`asm`) shows
+/// as the 128-bit placeholders they replace. The same text on every run.
+#[test]
+fn mc_is_the_code_after_the_rewrites() {
+    let mc =
+        |sig: &str| dump_with(lnc::CompileOptions::default(), "_layer_norm_fwd_fused", sig, Stage::Mc, true);
+    let bf16 = mc("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,1024");
+    assert_eq!(bf16, mc("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,1024"));
+    assert!(bf16.lines().filter(|l| l.contains(':')).count() > 500, "{bf16}");
+    assert!(bf16.trim_end().ends_with("(constants)"), "{bf16}");
+    assert_eq!(bf16.contains("%zmm"), lnc::computes_zmm(), "{bf16}");
+    assert_eq!(bf16.contains("vcvtneps2bf16"), lnc::rounds_bf16_natively(), "{bf16}");
+    let fp32 = mc("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024");
+    assert_eq!(fp32.contains("%ymm"), lnc::computes_wide(), "{fp32}");
+    // The streaming copy of the output pass: non-temporal stores, which Cranelift's own
+    // listing never has.
+    assert!(fp32.contains("vmovntps") || fp32.contains("movntps"), "{fp32}");
+    let asm = dump_with(
+        lnc::CompileOptions::default(),
+        "_layer_norm_fwd_fused",
+        "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024",
+        Stage::Asm,
+        true,
+    );
+    assert!(!asm.lines().any(|l| !l.trim_start().starts_with(';') && l.contains("movnt")), "{asm}");
+}
+
 #[test]
 fn print_after_all_shows_each_pass() {
     let jit = lnc::Jit::new();

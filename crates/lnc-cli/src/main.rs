@@ -39,7 +39,8 @@ enum Command {
         /// Signature in Triton's AOT format, e.g. `*fp32,*fp32,i32,1024`.
         #[arg(long)]
         signature: String,
-        /// Stages to print: ast, bir, opt, lir, clif, asm (repeatable).
+        /// Stages to print: ast, bir, opt, lir, clif, asm, mc (repeatable; mc: the machine
+        /// code as it runs, after lnc's rewrites of Cranelift's).
         #[arg(long = "emit", default_value = "lir")]
         emit: Vec<Stage>,
         /// Also print the block IR after each optimization pass.

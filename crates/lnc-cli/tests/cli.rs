@@ -69,7 +69,7 @@ fn check_reports_syntax_errors_with_a_caret() {
 
 #[test]
 fn compile_prints_every_stage() {
-    for stage in ["ast", "bir", "opt", "lir", "clif", "asm"] {
+    for stage in ["ast", "bir", "opt", "lir", "clif", "asm", "mc"] {
         let o = lnc(&[
             "compile",
             SEED,

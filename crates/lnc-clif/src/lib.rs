@@ -154,6 +154,10 @@ pub struct KernelText {
     pub opt_clif: String,
     /// Machine code, as Cranelift prints it after register allocation.
     pub asm: String,
+    /// The machine code as it runs, after lnc's rewrites of Cranelift's output (512-bit
+    /// and 256-bit forms, F16C and `bf16` conversions, non-temporal stores, prefetches),
+    /// disassembled at offsets from the function's start.
+    pub machine: String,
 }
 
 /// A kernel compiled to machine code.
@@ -413,6 +417,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let text = clif.map(|clif| KernelText {
         clif,
         opt_clif: ctx.func.display().to_string(),
+        machine: widen::listing(&code),
         asm: {
             let mut asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
             if patched != Patched::default() {

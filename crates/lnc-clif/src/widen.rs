@@ -240,6 +240,40 @@ pub(crate) fn patch(
     Ok(count)
 }
 
+/// The instructions of `code` reachable from its start (not the constants after them), one
+/// a line in AT&T syntax, at their offsets from the start: what `lnc compile --emit mc`
+/// prints of the code as it runs, after every rewrite.
+pub(crate) fn listing(code: &[u8]) -> String {
+    use iced_x86::Formatter;
+    let insts = match decode(code) {
+        Ok((insts, _)) => insts,
+        Err(e) => return format!("; the code could not be decoded: {}\n", e.0),
+    };
+    let mut fmt = iced_x86::GasFormatter::new();
+    let options = fmt.options_mut();
+    options.set_first_operand_char_index(10);
+    options.set_uppercase_hex(false);
+    options.set_branch_leading_zeros(false);
+    let mut out = String::new();
+    let mut text = String::new();
+    let mut next = 0;
+    for d in &insts {
+        if d.at != next {
+            out.push_str(&format!("; {} bytes not reached from the start\n", d.at - next));
+        }
+        text.clear();
+        fmt.format(&d.ins, &mut text);
+        out.push_str(&format!("{:6x}:  {text}\n", d.at));
+        next = d.at + d.ins.len();
+    }
+    out.push_str(&format!(
+        "; {} instructions, {next} bytes of code, {} after it (constants)\n",
+        insts.len(),
+        code.len() - next
+    ));
+    out
+}
+
 /// The bit of vector register `r` in a state.
 fn bit(r: Register) -> u32 {
     if r.is_vector_register() && r.number() < 32 { 1 << r.number() } else { 0 }

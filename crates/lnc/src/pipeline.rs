@@ -263,7 +263,7 @@ pub(crate) fn compile(
         dumps.push(Dump { stage: Stage::Lir, pass: None, text: lnc_lir::print::print_function(&lir) });
     }
 
-    let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm);
+    let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm) || req.wants(Stage::Mc);
     let cg_opts = codegen_options(opts, req.checked, emit_text);
     let t = Instant::now();
     let code = codegen(&lir, &cg_opts)?;
@@ -279,6 +279,9 @@ pub(crate) fn compile(
         }
         if req.wants(Stage::Asm) {
             dumps.push(Dump { stage: Stage::Asm, pass: None, text: text.asm.clone() });
+        }
+        if req.wants(Stage::Mc) {
+            dumps.push(Dump { stage: Stage::Mc, pass: None, text: text.machine.clone() });
         }
     }
     Ok(Artifacts { tile_opts, bir, lir, code: Some(code), timings, warnings })

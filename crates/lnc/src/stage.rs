@@ -16,13 +16,16 @@ pub enum Stage {
     Lir,
     /// Cranelift IR, before and after Cranelift's own optimizations.
     Clif,
-    /// Machine code, disassembled.
+    /// Machine code as Cranelift prints it, with notes on what lnc rewrites after it.
     Asm,
+    /// Machine code as it runs, after those rewrites, disassembled.
+    Mc,
 }
 
 impl Stage {
     /// Every stage, in pipeline order.
-    pub const ALL: [Stage; 6] = [Stage::Ast, Stage::Bir, Stage::Opt, Stage::Lir, Stage::Clif, Stage::Asm];
+    pub const ALL: [Stage; 7] =
+        [Stage::Ast, Stage::Bir, Stage::Opt, Stage::Lir, Stage::Clif, Stage::Asm, Stage::Mc];
 
     /// The name used by `--emit` and in test folders.
     pub fn name(self) -> &'static str {
@@ -33,6 +36,7 @@ impl Stage {
             Stage::Lir => "lir",
             Stage::Clif => "clif",
             Stage::Asm => "asm",
+            Stage::Mc => "mc",
         }
     }
 }
@@ -46,9 +50,8 @@ impl fmt::Display for Stage {
 impl FromStr for Stage {
     type Err = String;
     fn from_str(s: &str) -> Result<Stage, String> {
-        Stage::ALL
-            .into_iter()
-            .find(|st| st.name() == s)
-            .ok_or_else(|| format!("unknown stage `{s}` (expected one of: ast, bir, opt, lir, clif, asm)"))
+        Stage::ALL.into_iter().find(|st| st.name() == s).ok_or_else(|| {
+            format!("unknown stage `{s}` (expected one of: ast, bir, opt, lir, clif, asm, mc)")
+        })
     }
 }
