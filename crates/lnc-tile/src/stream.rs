@@ -70,6 +70,10 @@ const VECTOR_BYTES: i64 = 16;
 /// 32 bytes and streams: keeping its stores cached (a step of at least two tiles) made the
 /// seed forward and backward at N = 1000 (whose rows end in such a tile) 2–7 % slower in
 /// three alternated lnc-bench runs, and saved 0.1 ms of the dx kernel's compile time.
+/// The same holds for a remainder of one 16-lane half tile: kept cached, the fp16 dx kernel
+/// compiled 0.15–0.3 ms faster, but the forward at N = 2064, 4080 and 4095 (streamed, 2
+/// threads, caches flushed, alternated launches, two runs) was 0–13 % slower in fp16 and
+/// 2–7 % faster in bf16.
 const MIN_STEP_BYTES: i64 = 32;
 /// Bytes of a cache line.
 const LINE_BYTES: i64 = 64;
