@@ -125,6 +125,9 @@ fn mc_is_the_code_after_the_rewrites() {
     assert!(bf16.trim_end().ends_with("(constants)"), "{bf16}");
     assert_eq!(bf16.contains("%zmm"), lnc::computes_zmm(), "{bf16}");
     assert_eq!(bf16.contains("vcvtneps2bf16"), lnc::rounds_bf16_natively(), "{bf16}");
+    // The weight and bias rows convert through a runtime helper, named at its address's
+    // placeholder.
+    assert!(bf16.lines().any(|l| l.contains("movabs") && l.ends_with("; lnc_row_bf16_to_f32")), "{bf16}");
     let fp32 = mc("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,1024");
     assert_eq!(fp32.contains("%ymm"), lnc::computes_wide(), "{fp32}");
     // The streaming copy of the output pass: non-temporal stores, which Cranelift's own

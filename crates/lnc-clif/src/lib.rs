@@ -417,7 +417,24 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let text = clif.map(|clif| KernelText {
         clif,
         opt_clif: ctx.func.display().to_string(),
-        machine: widen::listing(&code),
+        machine: {
+            let symbols: Vec<(usize, String)> = relocs
+                .iter()
+                .map(|r| {
+                    let name = match &r.name {
+                        cranelift_module::ModuleRelocTarget::User { namespace: 0, index } => module
+                            .declarations()
+                            .get_function_decl(cranelift_module::FuncId::from_u32(*index))
+                            .name
+                            .clone()
+                            .unwrap_or_default(),
+                        other => format!("{other:?}"),
+                    };
+                    (r.offset as usize, name)
+                })
+                .collect();
+            widen::listing(&code, &symbols)
+        },
         asm: {
             let mut asm = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
             if patched != Patched::default() {

@@ -242,8 +242,10 @@ pub(crate) fn patch(
 
 /// The instructions of `code` reachable from its start (not the constants after them), one
 /// a line in AT&T syntax, at their offsets from the start: what `lnc compile --emit mc`
-/// prints of the code as it runs, after every rewrite.
-pub(crate) fn listing(code: &[u8]) -> String {
+/// prints of the code as it runs, after every rewrite. `symbols`: the offsets of
+/// relocations and the names they stand for, noted after the instruction holding them
+/// (its operand is a placeholder until the code is placed).
+pub(crate) fn listing(code: &[u8], symbols: &[(usize, String)]) -> String {
     use iced_x86::Formatter;
     let insts = match decode(code) {
         Ok((insts, _)) => insts,
@@ -263,7 +265,14 @@ pub(crate) fn listing(code: &[u8]) -> String {
         }
         text.clear();
         fmt.format(&d.ins, &mut text);
-        out.push_str(&format!("{:6x}:  {text}\n", d.at));
+        let end = d.at + d.ins.len();
+        let names: Vec<&str> =
+            symbols.iter().filter(|(at, _)| (d.at..end).contains(at)).map(|(_, n)| n.as_str()).collect();
+        if names.is_empty() {
+            out.push_str(&format!("{:6x}:  {text}\n", d.at));
+        } else {
+            out.push_str(&format!("{:6x}:  {text:<40} ; {}\n", d.at, names.join(", ")));
+        }
         next = d.at + d.ins.len();
     }
     out.push_str(&format!(
