@@ -107,10 +107,7 @@ pub(crate) fn to_zmm(ins: &Instruction) -> Option<Instruction> {
 /// two) took 18–20 % longer with it, and 10 % at N = 2048.
 pub(crate) fn store_f16(ins: &Instruction, streams: bool) -> Result<Vec<Instruction>, Unproven> {
     let fail = || Unproven(format!("the fp16 store at {:#x} is {:?}", ins.ip(), ins.code()));
-    if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory {
-        return Err(fail());
-    }
-    let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
+    let src = placeholder_source(ins, Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8).ok_or_else(fail)?;
     let imm = u32::from(ins.immediate8());
     let convert =
         Instruction::with3(Code::EVEX_Vcvtps2ph_ymmm256_k1z_zmm_imm8_sae, Register::YMM16, src, imm)
@@ -125,13 +122,7 @@ pub(crate) fn store_f16(ins: &Instruction, streams: bool) -> Result<Vec<Instruct
 /// written back to memory: 2–6 % on the seed forward in bf16 at N = 768–2048.
 pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruction>, Unproven> {
     let fail = || Unproven(format!("the bf16 store at {:#x} is {:?}", ins.ip(), ins.code()));
-    if ins.code() != Code::VEX_Vpextrq_rm64_xmm_imm8
-        || ins.op0_kind() != OpKind::Memory
-        || ins.immediate8() != 0
-    {
-        return Err(fail());
-    }
-    let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
+    let src = placeholder_source(ins, Code::VEX_Vpextrq_rm64_xmm_imm8).ok_or_else(fail)?;
     let narrow =
         Instruction::with2(Code::EVEX_Vpmovdw_ymmm256_k1z_zmm, Register::YMM16, src).map_err(|_| fail())?;
     through_ymm16(ins, narrow, streams).ok_or_else(fail)
@@ -159,13 +150,7 @@ pub(crate) fn store_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruc
 /// store (Cranelift emits a comparison next to the branch or select that reads it).
 pub(crate) fn convert_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instruction>, Unproven> {
     let fail = || Unproven(format!("the bf16 conversion at {:#x} is {:?}", ins.ip(), ins.code()));
-    if ins.code() != Code::VEX_Vpextrq_rm64_xmm_imm8
-        || ins.op0_kind() != OpKind::Memory
-        || ins.immediate8() != 0
-    {
-        return Err(fail());
-    }
-    let src = zmm(ins.op1_register().number()).ok_or_else(fail)?;
+    let src = placeholder_source(ins, Code::VEX_Vpextrq_rm64_xmm_imm8).ok_or_else(fail)?;
     let (t, ones) = (Register::ZMM17, Register::ZMM18);
     let i3 = |c, a, b, imm: u32| Instruction::with3(c, a, b, imm).map_err(|_| fail());
     let r3 = |c, a, b, d| Instruction::with3(c, a, b, d).map_err(|_| fail());
@@ -202,6 +187,16 @@ pub(crate) fn convert_bf16(ins: &Instruction, streams: bool) -> Result<Vec<Instr
     out.extend(subnormal);
     out.push(ymm16_store(ins, streams).ok_or_else(fail)?);
     Ok(out)
+}
+
+/// The `zmm` register whose wide part the half store placeholder `ins` stores, when `ins`
+/// is `code` writing memory (`vpextrq` of lane 0: the low 64 bits, all Cranelift knows of).
+fn placeholder_source(ins: &Instruction, code: Code) -> Option<Register> {
+    let low = code != Code::VEX_Vpextrq_rm64_xmm_imm8 || ins.immediate8() == 0;
+    if ins.code() != code || ins.op0_kind() != OpKind::Memory || !low {
+        return None;
+    }
+    zmm(ins.op1_register().number())
 }
 
 /// `first`, which leaves 32 bytes in `ymm16`, then their store to `ins`'s memory operand:

@@ -406,12 +406,6 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     for (r, o) in relocs.iter_mut().zip(offsets) {
         r.offset = o;
     }
-    let bf16_cvts =
-        |mark| if zmm && ymm > 0 { marks::offsets(compiled.buffer.traps(), mark).count() as u32 } else { 0 };
-    let bf16_cvts = [
-        (wide::BF16_CVT_MARK, bf16_cvts(wide::BF16_CVT_MARK), "a"),
-        (wide::BF16_CVT_STREAM_MARK, bf16_cvts(wide::BF16_CVT_STREAM_MARK), "a non-temporal"),
-    ];
     let alignment = u64::from(compiled.buffer.alignment);
     module.define_function_bytes(id, alignment, &code, &relocs).map_err(cranelift_error)?;
     let text = clif.map(|clif| KernelText {
@@ -474,7 +468,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 f16c::NARROW_MARK,
                 "vcvtps2ph (fp32 to fp16, nearest even) to the same address",
             ));
-            for (mark, count, store) in bf16_cvts {
+            for (mark, store) in [(wide::BF16_CVT_MARK, "a"), (wide::BF16_CVT_STREAM_MARK, "a non-temporal")]
+            {
+                // Rewritten only when the 512-bit proof held.
+                let count = if zmm && ymm > 0 {
+                    marks::offsets(compiled.buffer.traps(), mark).count() as u32
+                } else {
+                    0
+                };
                 asm.push_str(&marks::note(
                     count,
                     "vpextrq stores of bf16 tiles",

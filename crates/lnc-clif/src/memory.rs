@@ -659,7 +659,7 @@ fn store_lanes(
     let addrs = lane_addresses(fx, a, d, lanes)?;
     let bits = mask_lanes(fx, mask, lanes as usize);
     // Half lanes convert a vector part at a time, not one by one.
-    let half = half::is_half(d) && t.per > 1;
+    let half = half::is_half(d);
     let vals = if half { half::lane_bits(fx, d, t) } else { value::lanes(&mut fx.bcx, d, t) };
     check_lanes(fx, a, &addrs, &bits, d.size())?;
     let dummy = dummy_address(fx);

@@ -238,18 +238,7 @@ fn sums_over_a_row_in_scratch_end_in_the_rows_last_tile() {
             Buffer::zeros(DType::F32, 3),
             Buffer::zeros(DType::F32, 3),
         ];
-        let args = [
-            ptr(0),
-            ptr(1),
-            ptr(2),
-            ptr(3),
-            ptr(4),
-            ptr(5),
-            ArgValue::Int(64),
-            ArgValue::Int(n),
-            ArgValue::Float(1e-5),
-            ArgValue::Int(64),
-        ];
+        let args = seed_forward_args(64, n, 64);
         differential(&f, [3, 1, 1], &args, &bufs, &[16]);
     }
 }

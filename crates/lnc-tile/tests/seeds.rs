@@ -45,18 +45,7 @@ fn forward_run(block: u32, n: i64, rows: u32) {
         Buffer::zeros(DType::F32, rows as usize),
         Buffer::zeros(DType::F32, rows as usize),
     ];
-    let args = [
-        ptr(0),
-        ptr(1),
-        ptr(2),
-        ptr(3),
-        ptr(4),
-        ptr(5),
-        ArgValue::Int(n),
-        ArgValue::Int(n),
-        ArgValue::Float(1e-5),
-        ArgValue::Int(block as i64),
-    ];
+    let args = seed_forward_args(n, n, i64::from(block));
     differential(&f, [rows, 1, 1], &args, &bufs, &[1, 2, 4, 8]);
 }
 
@@ -74,13 +63,7 @@ fn forward_run_n(block: u32, n: i64) {
         Buffer::zeros(DType::F32, rows),
         Buffer::zeros(DType::F32, rows),
     ];
-    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
-    args.extend([
-        ArgValue::Int(block as i64),
-        ArgValue::Int(n),
-        ArgValue::Float(1e-5),
-        ArgValue::Int(block as i64),
-    ]);
+    let args = seed_forward_args(i64::from(block), n, i64::from(block));
     differential(&f, [rows as u32, 1, 1], &args, &bufs, &[1, 4, 8]);
 }
 

@@ -155,3 +155,12 @@ pub fn f32_buffer(seed: u64, n: usize) -> Buffer {
 pub fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
 }
+
+/// The seed forward's arguments: buffers 0 to 5 (X, Y, W, B, Mean, Rstd), the row
+/// `stride`, `n`, `eps = 1e-5` and `BLOCK_SIZE`.
+#[allow(dead_code)]
+pub fn seed_forward_args(stride: i64, n: i64, block: i64) -> Vec<ArgValue> {
+    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
+    args.extend([ArgValue::Int(stride), ArgValue::Int(n), ArgValue::Float(1e-5), ArgValue::Int(block)]);
+    args
+}
