@@ -56,6 +56,16 @@ pub(crate) fn zmm_code(c: Code) -> Option<Code> {
         VEX_Vmovdqa_xmmm128_xmm => EVEX_Vmovdqa32_zmmm512_k1z_zmm,
         VEX_Vmovdqu_xmm_xmmm128 => EVEX_Vmovdqu32_zmm_k1z_zmmm512,
         VEX_Vmovdqu_xmmm128_xmm => EVEX_Vmovdqu32_zmmm512_k1z_zmm,
+        // Cranelift's moves between vector registers, which it encodes without VEX
+        // (module `widen` takes only their register forms).
+        Movaps_xmm_xmmm128 | Movapd_xmm_xmmm128 => EVEX_Vmovaps_zmm_k1z_zmmm512,
+        Movaps_xmmm128_xmm | Movapd_xmmm128_xmm => EVEX_Vmovaps_zmmm512_k1z_zmm,
+        Movups_xmm_xmmm128 | Movupd_xmm_xmmm128 => EVEX_Vmovups_zmm_k1z_zmmm512,
+        Movups_xmmm128_xmm | Movupd_xmmm128_xmm => EVEX_Vmovups_zmmm512_k1z_zmm,
+        Movdqa_xmm_xmmm128 => EVEX_Vmovdqa32_zmm_k1z_zmmm512,
+        Movdqa_xmmm128_xmm => EVEX_Vmovdqa32_zmmm512_k1z_zmm,
+        Movdqu_xmm_xmmm128 => EVEX_Vmovdqu32_zmm_k1z_zmmm512,
+        Movdqu_xmmm128_xmm => EVEX_Vmovdqu32_zmmm512_k1z_zmm,
         VEX_Vpand_xmm_xmm_xmmm128 => EVEX_Vpandd_zmm_k1z_zmm_zmmm512b32,
         VEX_Vpandn_xmm_xmm_xmmm128 => EVEX_Vpandnd_zmm_k1z_zmm_zmmm512b32,
         VEX_Vpor_xmm_xmm_xmmm128 => EVEX_Vpord_zmm_k1z_zmm_zmmm512b32,

@@ -35,9 +35,9 @@
 //!
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
 //! marked store writes was computed by widened instructions from marked loads and
-//! broadcasts only. When it cannot show that (a spill, a register move Cranelift emits
-//! without VEX, an instruction it does not know), the kernel is compiled again without
-//! wide loops (`lib.rs`): the same results, in 128-bit vectors.
+//! broadcasts only (and moves between registers of those). When it cannot show that (a
+//! spill, an instruction it does not know), the kernel is compiled again in 256-bit
+//! loops, then without wide loops (`lib.rs`): the same results, in 128-bit vectors.
 
 use std::collections::HashSet;
 

@@ -14,14 +14,16 @@
 //!   module `stream` has rewritten a streaming one, and `vcvtph2ps`/`vcvtps2ph` once
 //!   module `f16c` has rewritten an `fp16` one): twice the memory, 8 lanes instead of 4;
 //! - inside the code of wide loops (their source location), lane-wise register-to-register
-//!   instructions ([`LANE_WISE`]) and broadcasts of a scalar (`vbroadcastss`).
+//!   instructions ([`LANE_WISE`]), broadcasts of a scalar (`vbroadcastss`), and the moves
+//!   between vector registers that Cranelift's register allocator inserts, which it
+//!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register).
 //!
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
 //! every marked store writes a register whose high half holds the high lanes: a register
-//! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction
-//! whose register sources are all wide, and after a zeroing `vxorps x, x, x`; any other
-//! write (a spill reload, a move Cranelift encodes without VEX, an instruction this
-//! module does not widen) and every call leave it narrow; where paths meet, it is wide
+//! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction or
+//! move whose register sources are all wide, and after a zeroing `vxorps x, x, x`; any
+//! other write (a spill reload, a move without VEX outside a wide loop's code, an
+//! instruction this module does not widen) and every call leave it narrow; where paths meet, it is wide
 //! only if it is on all of them. A marked store of a register that is not wide on every
 //! path is an [`Unproven`] error, and `lib.rs` compiles the kernel again without wide
 //! loops.
@@ -96,6 +98,21 @@ const LANE_WISE: &[Mnemonic] = &[
     Mnemonic::Vcvttps2dq,
 ];
 
+/// Moves between vector registers that Cranelift encodes without VEX: such a move writes
+/// the low 128 bits of its destination and keeps the rest, so the high lanes of a wide
+/// value it moves would stay behind. Inside a wide loop's code its register form is
+/// encoded again as the VEX (256-bit) or EVEX (512-bit) move of the whole register
+/// ([`Kind::Move`]), whose low 128 bits are the same; Cranelift's code reads no more of a
+/// register than those.
+const LEGACY_MOVES: &[Mnemonic] = &[
+    Mnemonic::Movaps,
+    Mnemonic::Movups,
+    Mnemonic::Movapd,
+    Mnemonic::Movupd,
+    Mnemonic::Movdqa,
+    Mnemonic::Movdqu,
+];
+
 /// Why the wide loops of a function could not be widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Unproven(pub(crate) String);
@@ -111,6 +128,9 @@ enum Kind {
     LaneWise,
     /// A widened broadcast of a scalar: writes a wide register.
     Broadcast,
+    /// A move without VEX between two vector registers ([`LEGACY_MOVES`]), encoded again
+    /// as the move of the whole register: wide when its source is.
+    Move,
     /// Left as it is.
     Other,
 }
@@ -232,10 +252,17 @@ pub(crate) fn patch(
     }
     let mut count = 0;
     for d in &insts {
-        if d.kind != Kind::Other {
-            flip(code, d.at);
-            count += 1;
+        match d.kind {
+            Kind::Other => continue,
+            Kind::Move => {
+                let bytes = vex_move(&d.ins).ok_or_else(|| {
+                    Unproven(format!("the move at {:#x} has no VEX form of its length", d.at))
+                })?;
+                code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
+            }
+            _ => flip(code, d.at),
         }
+        count += 1;
     }
     Ok(count)
 }
@@ -376,7 +403,40 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     if ins.mnemonic() == Mnemonic::Vbroadcastss && ins.op_register(0).is_xmm() && widens(Some(1)) {
         return Kind::Broadcast;
     }
+    let xmm_operands = ins.op_count() == 2
+        && (0..2).all(|k| ins.op_kind(k) == OpKind::Register && ins.op_register(k).is_xmm());
+    if ins.encoding() == EncodingKind::Legacy && LEGACY_MOVES.contains(&ins.mnemonic()) && xmm_operands {
+        let encodes = if zmm { crate::evex::to_zmm(ins).is_some() } else { vex_move(ins).is_some() };
+        if encodes {
+            return Kind::Move;
+        }
+    }
     Kind::Other
+}
+
+/// The bytes of the 256-bit VEX move of the whole register that the register-to-register
+/// move without VEX `ins` moves the low half of, of the same length as `ins` (module
+/// `widen` rewrites in place): `vmovaps` or `vmovdqa` in either direction of operands,
+/// whichever has the length. None for a move of 3 bytes (`movaps xmm0, xmm1`), shorter
+/// than any VEX instruction.
+fn vex_move(ins: &Instruction) -> Option<Vec<u8>> {
+    use iced_x86::Code;
+    let ymm =
+        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
+    let (dst, src) = (ymm(ins.op_register(0))?, ymm(ins.op_register(1))?);
+    let forms = [
+        Code::VEX_Vmovaps_ymm_ymmm256,
+        Code::VEX_Vmovaps_ymmm256_ymm,
+        Code::VEX_Vmovdqa_ymm_ymmm256,
+        Code::VEX_Vmovdqa_ymmm256_ymm,
+    ];
+    forms.into_iter().find_map(|form| {
+        let mv = Instruction::with2(form, dst, src).ok()?;
+        let mut enc = iced_x86::Encoder::new(64);
+        enc.encode(&mv, ins.ip()).ok()?;
+        let bytes = enc.take_buffer();
+        (bytes.len() == ins.len()).then_some(bytes)
+    })
 }
 
 /// Whether `ins` widens: to 512 bits when `zmm` (it has an EVEX form, module `evex`),
@@ -456,7 +516,7 @@ fn analyze(insts: &[Decoded]) -> Vec<u32> {
         let s = state[i];
         let wide = match d.kind {
             Kind::Load | Kind::Broadcast => writes,
-            Kind::LaneWise if s & reads == reads => writes,
+            Kind::LaneWise | Kind::Move if s & reads == reads => writes,
             _ => 0,
         };
         let calls = matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall);
@@ -654,6 +714,49 @@ mod tests {
         // A marked load merged into arithmetic: vaddps xmm0, xmm0, [rdi].
         let merged: &[u8] = &[0xc5, 0xf8, 0x58, 0x07];
         refused(&[(merged, Some(LOAD_MARK)), (STORE, Some(STORE_MARK)), (RET, None)]);
+    }
+
+    #[test]
+    fn moves_without_vex_become_moves_of_the_whole_register() {
+        // vmovups [rsi], xmm1 and [rsi], xmm9: the stores of the moved registers.
+        let store1: &[u8] = &[0xc5, 0xf8, 0x11, 0x0e];
+        let store9: &[u8] = &[0xc5, 0x78, 0x11, 0x0e];
+        let decoded = |code: &[u8], at: usize| {
+            let i = Decoder::with_ip(64, &code[at..], 0, DecoderOptions::NONE).decode();
+            (i.mnemonic(), i.op0_register(), i.op1_register(), i.len())
+        };
+        // movdqa xmm1, xmm0, then with a REX prefix movdqa xmm9, xmm0: in 256 bits the VEX
+        // move of the same length, in place.
+        for (mv, store, dst) in [
+            (&[0x66, 0x0f, 0x6f, 0xc8][..], store1, Register::YMM1),
+            (&[0x66, 0x44, 0x0f, 0x6f, 0xc8][..], store9, Register::YMM9),
+        ] {
+            let (code, r) =
+                run(&[(LOAD, Some(LOAD_MARK)), (mv, None), (store, Some(STORE_MARK)), (RET, None)], true, 1);
+            assert_eq!(r, Ok(3), "{mv:02x?}");
+            let (m, d, s, len) = decoded(&code, LOAD.len());
+            assert!(matches!(m, Mnemonic::Vmovaps | Mnemonic::Vmovdqa), "{m:?}");
+            assert_eq!((d, s, len), (dst, Register::YMM0, mv.len()));
+            // Outside every wide loop's code it keeps the old high half: refused.
+            let (_, r) =
+                run(&[(LOAD, Some(LOAD_MARK)), (mv, None), (store, Some(STORE_MARK)), (RET, None)], false, 1);
+            assert!(r.is_err());
+        }
+        // movaps xmm1, xmm0 has 3 bytes, fewer than any VEX instruction: refused in 256
+        // bits, and in 512 (the function encoded again) a `vmovaps` of the whole register.
+        let movaps: &[u8] = &[0x0f, 0x28, 0xc8];
+        refused(&[(LOAD, Some(LOAD_MARK)), (movaps, None), (store1, Some(STORE_MARK)), (RET, None)]);
+        let mut code = [LOAD, movaps, store1, RET].concat();
+        let traps = [(0, LOAD_MARK), (7, STORE_MARK)]
+            .map(|(at, m)| MachTrap { offset: at, code: TrapCode::user(m).expect("nonzero") });
+        let end = code.len();
+        assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, true, &mut []), Ok(3));
+        let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+        let mv = std::iter::from_fn(|| d.can_decode().then(|| d.decode())).nth(1).expect("two instructions");
+        assert_eq!(
+            (mv.code(), mv.op0_register(), mv.op1_register()),
+            (iced_x86::Code::EVEX_Vmovaps_zmm_k1z_zmmm512, Register::ZMM1, Register::ZMM0)
+        );
     }
 
     #[test]
