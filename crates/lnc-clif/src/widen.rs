@@ -21,7 +21,8 @@
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
 //! every marked store writes a register whose high half holds the high lanes: a register
 //! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction or
-//! move whose register sources are all wide, and after a zeroing `vxorps x, x, x`; any
+//! move whose register sources are all wide, and after a zeroing `vxorps x, y, y` (inside
+//! a wide loop's code or not: a VEX instruction zeroes the bits above its width); any
 //! other write (a spill reload, a move without VEX outside a wide loop's code, an
 //! instruction this module does not widen) and every call leave it narrow; where paths meet, it is wide
 //! only if it is on all of them. A marked store of a register that is not wide on every
@@ -517,6 +518,9 @@ fn analyze(insts: &[Decoded]) -> Vec<u32> {
         let wide = match d.kind {
             Kind::Load | Kind::Broadcast => writes,
             Kind::LaneWise | Kind::Move if s & reads == reads => writes,
+            // A VEX instruction zeroes its destination's bits above 128: a zeroing idiom
+            // anywhere (Cranelift hoists a loop's zero vector out of it) zeroes all lanes.
+            Kind::Other if zeroes_all(&d.ins) => writes,
             _ => 0,
         };
         let calls = matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall);
@@ -533,6 +537,16 @@ fn analyze(insts: &[Decoded]) -> Vec<u32> {
         }
     }
     state
+}
+
+/// Whether `ins` is a VEX zeroing idiom, `vxorps x, y, y` (or `vxorpd`, `vpxor`): zero
+/// in every lane of every width, whatever `y` held.
+fn zeroes_all(ins: &Instruction) -> bool {
+    ins.encoding() == EncodingKind::VEX
+        && matches!(ins.mnemonic(), Mnemonic::Vxorps | Mnemonic::Vxorpd | Mnemonic::Vpxor)
+        && ins.op_count() == 3
+        && (0..3).all(|k| ins.op_kind(k) == OpKind::Register && ins.op_register(k).is_xmm())
+        && ins.op_register(1) == ins.op_register(2)
 }
 
 /// The vector registers `d` reads in full and writes. Cranelift's instructions write
@@ -654,6 +668,12 @@ mod tests {
         let zero: &[u8] = &[0xc5, 0xf8, 0x57, 0xc0];
         let (_, r) = run(&[(zero, None), (STORE, Some(STORE_MARK)), (RET, None)], true, 1);
         assert_eq!(r, Ok(2));
+        // Outside a wide loop's code too: VEX zeroes the bits above 128 (Cranelift hoists
+        // a loop's zero vector out of it). Not so `xorps xmm0, xmm0`, which keeps them.
+        let (_, r) = run(&[(zero, None), (STORE, Some(STORE_MARK)), (RET, None)], false, 1);
+        assert_eq!(r, Ok(1));
+        let legacy: &[u8] = &[0x0f, 0x57, 0xc0];
+        refused(&[(legacy, None), (STORE, Some(STORE_MARK)), (RET, None)]);
     }
 
     #[test]
