@@ -734,6 +734,22 @@ fn snapshot_ttnn_post_all_gather() {
     insta::assert_snapshot!("ttnn_post_all_gather_lir", dump(TTNN, "post_all_gather", &sig, Stage::Lir));
 }
 
+/// A kernel whose wide loops lnc-clif's `widen` cannot prove says why in its listing:
+/// ttnn's post-all-gather in bf16 with 8-lane tiles, where Cranelift spills the broadcast
+/// of a row's statistics and reloads 16 bytes of it inside the loop.
+#[test]
+fn a_refused_wide_compile_says_why_in_the_listing() {
+    let asm = dump(TTNN, "post_all_gather", &post_sig("bf16", true, true, 128), Stage::Asm);
+    let note = "; 256-bit loops refused, compiled in 128-bit vectors: the store at ";
+    assert_eq!(
+        asm.contains(note),
+        lnc::computes_wide(),
+        "{}",
+        asm.lines().rev().take(6).collect::<Vec<_>>().join("\n")
+    );
+    assert!(!asm.contains("instructions of the 256-bit loops above"));
+}
+
 #[test]
 fn snapshot_trt_layer_norm() {
     for diff_sq in [false, true] {

@@ -399,9 +399,22 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
     let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores, zmm, &mut offsets) {
         Ok(n) => n,
-        // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`).
-        Err(_) if zmm => return compile(f, &CodegenOptions { zmm: false, ..*opts }),
-        Err(_) => return compile(f, &CodegenOptions { wide: false, ..*opts }),
+        // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`); the
+        // listing says why.
+        Err(why) => {
+            let (width, then, narrower) = match zmm {
+                true => ("512", "256-bit loops", CodegenOptions { zmm: false, ..*opts }),
+                false => ("256", "128-bit vectors", CodegenOptions { wide: false, ..*opts }),
+            };
+            let mut k = compile(f, &narrower)?;
+            if let Some(t) = &mut k.text {
+                t.asm.push_str(&format!(
+                    "; {width}-bit loops refused, compiled in {then}: {} (an offset of the refused code)\n",
+                    why.0
+                ));
+            }
+            return Ok(k);
+        }
     };
     for (r, o) in relocs.iter_mut().zip(offsets) {
         r.offset = o;
