@@ -64,6 +64,10 @@
 //! N = 768 (6 MiB of output, below the streaming threshold) 325-340 → 353-368 µs, 1024
 //! 394-456 → 472-512; fp32 at 768-1024, whose stores stream, 10-20 % slower.
 //!
+//! Nor two programs ahead (`pid + 2`, the same spread): seed forward, caches flushed, 2
+//! threads, alternated launches in one process, the machine in its fast memory state: fp16
+//! N = 1000 357 → 391 µs, 1024 336 → 355, 2048 569 → 536; fp32 N = 1024 478 → 457.
+//!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
 
