@@ -740,7 +740,7 @@ fn snapshot_ttnn_post_all_gather() {
 #[test]
 fn a_refused_wide_compile_says_why_in_the_listing() {
     let asm = dump(TTNN, "post_all_gather", &post_sig("bf16", true, true, 128), Stage::Asm);
-    let note = "; 256-bit loops refused, compiled in 128-bit vectors: the store at ";
+    let note = "; 256-bit loops refused, the kernel compiled again without them: the store at ";
     assert_eq!(
         asm.contains(note),
         lnc::computes_wide(),

@@ -402,14 +402,16 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`); the
         // listing says why.
         Err(why) => {
-            let (width, then, narrower) = match zmm {
-                true => ("512", "256-bit loops", CodegenOptions { zmm: false, ..*opts }),
-                false => ("256", "128-bit vectors", CodegenOptions { wide: false, ..*opts }),
+            let (width, narrower) = match zmm {
+                true => ("512", CodegenOptions { zmm: false, ..*opts }),
+                false => ("256", CodegenOptions { wide: false, ..*opts }),
             };
             let mut k = compile(f, &narrower)?;
             if let Some(t) = &mut k.text {
+                // The narrower compile's notes (above) say what it became.
                 t.asm.push_str(&format!(
-                    "; {width}-bit loops refused, compiled in {then}: {} (an offset of the refused code)\n",
+                    "; {width}-bit loops refused, the kernel compiled again without them: {} (an offset \
+                     of the refused code)\n",
                     why.0
                 ));
             }
@@ -460,7 +462,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
             } else if ymm > 0 {
                 asm.push_str(&format!(
                     "; {ymm} instructions of the 256-bit loops above are rewritten after Cranelift from \
-                     xmm to ymm (VEX.L set; module widen)\n"
+                     xmm to ymm (VEX.L set, or moves between registers encoded again; module widen)\n"
                 ));
             }
             asm.push_str(&marks::note(

@@ -223,8 +223,9 @@ pub(crate) fn patch(
                 .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
             if state & bit(reg) == 0 {
                 return Err(Unproven(format!(
-                    "the store at {:#x} writes {reg:?}, not computed in 256 bits on every path",
-                    d.at
+                    "the store at {:#x} writes {reg:?}, not computed in {} bits on every path",
+                    d.at,
+                    if zmm { 512 } else { 256 }
                 )));
             }
         }
@@ -777,6 +778,206 @@ mod tests {
             (mv.code(), mv.op0_register(), mv.op1_register()),
             (iced_x86::Code::EVEX_Vmovaps_zmm_k1z_zmmm512, Register::ZMM1, Register::ZMM0)
         );
+    }
+
+    /// The twelve register forms of the moves without VEX, both directions of operands.
+    const LEGACY: [iced_x86::Code; 12] = {
+        use iced_x86::Code::*;
+        [
+            Movaps_xmm_xmmm128,
+            Movaps_xmmm128_xmm,
+            Movapd_xmm_xmmm128,
+            Movapd_xmmm128_xmm,
+            Movups_xmm_xmmm128,
+            Movups_xmmm128_xmm,
+            Movupd_xmm_xmmm128,
+            Movupd_xmmm128_xmm,
+            Movdqa_xmm_xmmm128,
+            Movdqa_xmmm128_xmm,
+            Movdqu_xmm_xmmm128,
+            Movdqu_xmmm128_xmm,
+        ]
+    };
+
+    fn reg(base: Register, n: usize) -> Register {
+        Register::try_from(base as usize + n).expect("a register")
+    }
+
+    fn decode_at(bytes: &[u8]) -> Instruction {
+        Decoder::with_ip(64, bytes, 0x1000, DecoderOptions::NONE).decode()
+    }
+
+    /// Every legacy move of every pair of `xmm0`–`xmm15`, as iced encodes it and with a
+    /// redundant REX or REX.W: the VEX move is the same length, from the same register to
+    /// the same one, or there is none (then the move stays as it is, and narrow).
+    #[test]
+    fn every_legacy_move_has_a_vex_form_of_its_length_or_none() {
+        let (mut rewritten, mut kept) = (0, 0);
+        for code in LEGACY {
+            for (d, s) in (0..16).flat_map(|d| (0..16).map(move |s| (d, s))) {
+                let ins =
+                    Instruction::with2(code, reg(Register::XMM0, d), reg(Register::XMM0, s)).expect("a move");
+                let mut enc = iced_x86::Encoder::new(64);
+                enc.encode(&ins, 0x1000).expect("encodes");
+                let base = enc.take_buffer();
+                let escape = base.iter().position(|&b| b == 0x0f).expect("0f");
+                let has_rex = escape > 0 && base[escape - 1] & 0xf0 == 0x40;
+                let mut forms = vec![base.clone()];
+                for rex in [0x40u8, 0x48] {
+                    let mut v = base.clone();
+                    match has_rex {
+                        true if rex == 0x40 => continue,
+                        true => v[escape - 1] |= rex,
+                        false => v.insert(escape, rex),
+                    }
+                    forms.push(v);
+                }
+                for bytes in forms {
+                    let legacy = decode_at(&bytes);
+                    assert_eq!((legacy.code(), legacy.len()), (code, bytes.len()), "{bytes:02x?}");
+                    let Some(v) = vex_move(&legacy) else {
+                        kept += 1;
+                        continue;
+                    };
+                    rewritten += 1;
+                    let w = decode_at(&v);
+                    assert_eq!(w.len(), bytes.len(), "{bytes:02x?} -> {v:02x?}");
+                    assert_eq!(w.encoding(), EncodingKind::VEX);
+                    assert!(matches!(w.mnemonic(), Mnemonic::Vmovaps | Mnemonic::Vmovdqa), "{w}");
+                    assert_eq!(
+                        (w.op_register(0), w.op_register(1)),
+                        (reg(Register::YMM0, d), reg(Register::YMM0, s)),
+                        "{bytes:02x?} -> {w}"
+                    );
+                }
+            }
+        }
+        // Not all: `movaps xmm0, xmm1` has 3 bytes, fewer than any VEX instruction.
+        assert!(rewritten > 0 && kept > 0, "{rewritten} {kept}");
+    }
+
+    /// In 512 bits every legacy move becomes the unmasked EVEX move of the whole `zmm`.
+    #[test]
+    fn every_legacy_move_has_an_evex_form() {
+        for code in LEGACY {
+            for (d, s) in (0..16).flat_map(|d| (0..16).map(move |s| (d, s))) {
+                let ins =
+                    Instruction::with2(code, reg(Register::XMM0, d), reg(Register::XMM0, s)).expect("a move");
+                let w = crate::evex::to_zmm(&ins).expect("a zmm form");
+                let mut enc = iced_x86::Encoder::new(64);
+                enc.encode(&w, 0x1000).expect("encodes");
+                let x = decode_at(&enc.take_buffer());
+                assert_eq!(x.encoding(), EncodingKind::EVEX);
+                assert!(matches!(
+                    x.mnemonic(),
+                    Mnemonic::Vmovaps | Mnemonic::Vmovups | Mnemonic::Vmovdqa32 | Mnemonic::Vmovdqu32
+                ));
+                assert_eq!((x.op_mask(), x.zeroing_masking()), (Register::None, false));
+                assert_eq!(
+                    (x.op_register(0), x.op_register(1)),
+                    (reg(Register::ZMM0, d), reg(Register::ZMM0, s))
+                );
+            }
+        }
+    }
+
+    /// `patch` in 256 or 512 bits (`zmm`), everything inside one wide loop's span when
+    /// `span`, one marked store emitted.
+    fn run_in(pieces: &[(&[u8], Option<u8>)], span: bool, zmm: bool) -> (Vec<u8>, Result<u32, Unproven>) {
+        let mut code = Vec::new();
+        let mut traps = Vec::new();
+        for &(bytes, mark) in pieces {
+            if let Some(m) = mark {
+                traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
+            }
+            code.extend_from_slice(bytes);
+        }
+        let spans = if span { vec![(0, code.len())] } else { Vec::new() };
+        let r = patch(&mut code, &traps, &spans, 1, zmm, &mut []);
+        (code, r)
+    }
+
+    /// `vmovups [rsi], xmmR`.
+    fn store_of(r: u8) -> [u8; 4] {
+        [0xc5, if r < 8 { 0xf8 } else { 0x78 }, 0x11, 0x06 | ((r & 7) << 3)]
+    }
+
+    #[test]
+    fn moves_in_either_direction_and_of_narrow_sources() {
+        // The store form, movdqa xmm1, xmm0 (66 0f 7f c1), and with REX.B xmm9, xmm0.
+        for (mv, r) in [(&[0x66, 0x0f, 0x7f, 0xc1][..], 1), (&[0x66, 0x41, 0x0f, 0x7f, 0xc1][..], 9)] {
+            for zmm in [false, true] {
+                let st = store_of(r);
+                let (code, res) = run_in(
+                    &[(LOAD, Some(LOAD_MARK)), (mv, None), (&st, Some(STORE_MARK)), (RET, None)],
+                    true,
+                    zmm,
+                );
+                assert_eq!(res, Ok(3), "{mv:02x?} zmm {zmm}");
+                let mut dec = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+                let w = std::iter::from_fn(|| dec.can_decode().then(|| dec.decode())).nth(1).expect("a move");
+                let dst = reg(if zmm { Register::ZMM0 } else { Register::YMM0 }, r.into());
+                assert_eq!(w.op_register(0), dst, "{w}");
+            }
+        }
+        // Both registers past xmm7 (movaps xmm8, xmm9: 45 0f 28 c1): no VEX form of 4
+        // bytes, refused in 256 bits; encoded again in 512.
+        let load9: &[u8] = &[0xc5, 0x7a, 0x6f, 0x0f];
+        let mv: &[u8] = &[0x45, 0x0f, 0x28, 0xc1];
+        let st8 = store_of(8);
+        let program = [(load9, Some(LOAD_MARK)), (mv, None), (&st8[..], Some(STORE_MARK)), (RET, None)];
+        assert!(run_in(&program, true, false).1.is_err());
+        assert_eq!(run_in(&program, true, true).1, Ok(3));
+        // A move of a narrow register makes its destination narrow: vmovdqu xmm1, [rdx]
+        // (marked) then movdqa xmm1, xmm2; or a wide move then movss xmm1, xmm2.
+        let load1: &[u8] = &[0xc5, 0xfa, 0x6f, 0x0a];
+        let narrow: &[u8] = &[0x66, 0x0f, 0x6f, 0xca];
+        let wide: &[u8] = &[0x66, 0x0f, 0x6f, 0xc8];
+        let movss: &[u8] = &[0xf3, 0x0f, 0x10, 0xca];
+        let st1 = store_of(1);
+        for zmm in [false, true] {
+            let p = [(load1, Some(LOAD_MARK)), (narrow, None), (&st1[..], Some(STORE_MARK)), (RET, None)];
+            assert!(run_in(&p, true, zmm).1.is_err(), "zmm {zmm}");
+            let p = [
+                (LOAD, Some(LOAD_MARK)),
+                (wide, None),
+                (movss, None),
+                (&st1[..], Some(STORE_MARK)),
+                (RET, None),
+            ];
+            assert!(run_in(&p, true, zmm).1.is_err(), "zmm {zmm}");
+        }
+    }
+
+    #[test]
+    fn zeroing_idioms_of_every_kind() {
+        let (st0, st1, st8) = (store_of(0), store_of(1), store_of(8));
+        // vxorps, vpxor, vxorpd xmm1, xmm0, xmm0; vxorps xmm8, xmm8, xmm8 (3-byte VEX).
+        let zeros: [(&[u8], &[u8]); 4] = [
+            (&[0xc5, 0xf8, 0x57, 0xc8], &st1),
+            (&[0xc5, 0xf9, 0xef, 0xc8], &st1),
+            (&[0xc5, 0xf9, 0x57, 0xc8], &st1),
+            (&[0xc4, 0x41, 0x38, 0x57, 0xc0], &st8),
+        ];
+        for (z, st) in zeros {
+            for zmm in [false, true] {
+                let (code, r) = run_in(&[(z, None), (st, Some(STORE_MARK)), (RET, None)], false, zmm);
+                assert!(r.is_ok(), "{z:02x?} zmm {zmm}: {r:?}");
+                // Left as it is (VEX zeroes every width) outside a wide loop.
+                assert_eq!(&code[..z.len()], z);
+            }
+        }
+        // vxorps xmm0, xmm0, xmm2 is no zero; nor is a zero a call may have clobbered.
+        let not_zero: &[u8] = &[0xc5, 0xf8, 0x57, 0xc2];
+        let zero: &[u8] = &[0xc5, 0xf8, 0x57, 0xc0];
+        let call: &[u8] = &[0xff, 0xd0];
+        for zmm in [false, true] {
+            assert!(
+                run_in(&[(not_zero, None), (&st0, Some(STORE_MARK)), (RET, None)], false, zmm).1.is_err()
+            );
+            let p = [(zero, None), (call, None), (&st0[..], Some(STORE_MARK)), (RET, None)];
+            assert!(run_in(&p, false, zmm).1.is_err());
+        }
     }
 
     #[test]
