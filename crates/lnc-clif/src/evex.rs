@@ -267,7 +267,7 @@ pub(crate) fn reencode(
     widened: &[Vec<Instruction>],
     relocs: &mut [u32],
 ) -> Result<Vec<u8>, Unproven> {
-    let fail = |what: String| Unproven(format!("512-bit re-encoding: {what}"));
+    let fail = |what: String| Unproven(format!("re-encoding: {what}"));
     let data_start = insts.last().map_or(0, |i| i.next_ip() as usize);
     let mut enc = Encoder::new(64);
     // The new length of each instruction: a displacement's size, which EVEX's compressed

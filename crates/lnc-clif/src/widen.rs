@@ -16,7 +16,9 @@
 //! - inside the code of wide loops (their source location), lane-wise register-to-register
 //!   instructions ([`LANE_WISE`]), broadcasts of a scalar (`vbroadcastss`), and the moves
 //!   between vector registers that Cranelift's register allocator inserts, which it
-//!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register).
+//!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register,
+//!   in place where a VEX move has the same length, else with the function encoded again
+//!   as module `evex` does, everything after the longer move moved).
 //!
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
 //! every marked store writes a register whose high half holds the high lanes: a register
@@ -214,22 +216,19 @@ pub(crate) fn patch(
     for d in insts.iter_mut().filter(|d| d.kind == Kind::Other && in_span(d.at)) {
         d.kind = unmarked_kind(code, &d.ins, zmm);
     }
-    let states = analyze(&insts);
-    for (d, &state) in insts.iter().zip(&states) {
-        if d.kind == Kind::Store {
-            let reg = (0..d.ins.op_count())
-                .find(|&k| d.ins.op_kind(k) == OpKind::Register)
-                .map(|k| d.ins.op_register(k))
-                .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
-            if state & bit(reg) == 0 {
-                return Err(Unproven(format!(
-                    "the store at {:#x} writes {reg:?}, not computed in {} bits on every path",
-                    d.at,
-                    if zmm { 512 } else { 256 }
-                )));
-            }
+    // Moves are rewritten only where the proof needs them: a function that widens without
+    // them keeps the code Cranelift laid out (in 256 bits, a move without a VEX form of its
+    // length has the whole function encoded again).
+    let moves: Vec<usize> = (0..insts.len()).filter(|&i| insts[i].kind == Kind::Move).collect();
+    for &i in &moves {
+        insts[i].kind = Kind::Other;
+    }
+    if !moves.is_empty() && proven(&insts, zmm).is_err() {
+        for &i in &moves {
+            insts[i].kind = Kind::Move;
         }
     }
+    proven(&insts, zmm)?;
     if zmm {
         let mut widened = Vec::with_capacity(insts.len());
         for d in &insts {
@@ -252,6 +251,27 @@ pub(crate) fn patch(
         *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
         return Ok(count);
     }
+    // In place, each instruction its own length; unless a move has no VEX form of its
+    // length (`movaps xmm1, xmm0`: 3 bytes), and the function is encoded again as in 512
+    // bits, everything after the longer moves moved.
+    if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none()) {
+        let mut widened = Vec::with_capacity(insts.len());
+        for d in &insts {
+            widened.push(match d.kind {
+                Kind::Other => Vec::new(),
+                Kind::Move => vec![ymm_move(&d.ins)?],
+                _ => {
+                    let mut bytes = code[d.at..d.at + d.ins.len()].to_vec();
+                    flip(&mut bytes, 0);
+                    vec![Decoder::with_ip(64, &bytes, d.at as u64, DecoderOptions::NONE).decode()]
+                }
+            });
+        }
+        let count = widened.iter().filter(|w| !w.is_empty()).count() as u32;
+        let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
+        *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
+        return Ok(count);
+    }
     let mut count = 0;
     for d in &insts {
         match d.kind {
@@ -267,6 +287,16 @@ pub(crate) fn patch(
         count += 1;
     }
     Ok(count)
+}
+
+/// The 256-bit VEX move of the whole register that the register-to-register move without
+/// VEX `ins` moves the low half of, of any length (`vmovaps ymm, ymm`).
+fn ymm_move(ins: &Instruction) -> Result<Instruction, Unproven> {
+    let ymm =
+        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
+    let fail = || Unproven(format!("the move at {:#x} has no VEX form", ins.ip()));
+    let (dst, src) = (ymm(ins.op_register(0)).ok_or_else(fail)?, ymm(ins.op_register(1)).ok_or_else(fail)?);
+    Instruction::with2(iced_x86::Code::VEX_Vmovaps_ymm_ymmm256, dst, src).map_err(|_| fail())
 }
 
 /// The instructions of `code` reachable from its start (not the constants after them), one
@@ -408,7 +438,7 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     let xmm_operands = ins.op_count() == 2
         && (0..2).all(|k| ins.op_kind(k) == OpKind::Register && ins.op_register(k).is_xmm());
     if ins.encoding() == EncodingKind::Legacy && LEGACY_MOVES.contains(&ins.mnemonic()) && xmm_operands {
-        let encodes = if zmm { crate::evex::to_zmm(ins).is_some() } else { vex_move(ins).is_some() };
+        let encodes = if zmm { crate::evex::to_zmm(ins).is_some() } else { ymm_move(ins).is_ok() };
         if encodes {
             return Kind::Move;
         }
@@ -416,11 +446,33 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     Kind::Other
 }
 
+/// Whether every marked store of `insts` writes a register computed wide on every path
+/// (in 512 bits when `zmm`, for the message).
+fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
+    let states = analyze(insts);
+    for (d, &state) in insts.iter().zip(&states) {
+        if d.kind == Kind::Store {
+            let reg = (0..d.ins.op_count())
+                .find(|&k| d.ins.op_kind(k) == OpKind::Register)
+                .map(|k| d.ins.op_register(k))
+                .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
+            if state & bit(reg) == 0 {
+                return Err(Unproven(format!(
+                    "the store at {:#x} writes {reg:?}, not computed in {} bits on every path",
+                    d.at,
+                    if zmm { 512 } else { 256 }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The bytes of the 256-bit VEX move of the whole register that the register-to-register
-/// move without VEX `ins` moves the low half of, of the same length as `ins` (module
-/// `widen` rewrites in place): `vmovaps` or `vmovdqa` in either direction of operands,
-/// whichever has the length. None for a move of 3 bytes (`movaps xmm0, xmm1`), shorter
-/// than any VEX instruction.
+/// move without VEX `ins` moves the low half of, of the same length as `ins` (rewritten
+/// in place): `vmovaps` or `vmovdqa` in either direction of operands, whichever has the
+/// length. None for a move of 3 bytes (`movaps xmm0, xmm1`), shorter than any VEX
+/// instruction ([`ymm_move`] then, the function encoded again).
 fn vex_move(ins: &Instruction) -> Option<Vec<u8>> {
     use iced_x86::Code;
     let ymm =
@@ -726,9 +778,9 @@ mod tests {
         // Across a call, which may clobber every vector register: call rax.
         let call: &[u8] = &[0xff, 0xd0];
         refused(&[(LOAD, Some(LOAD_MARK)), (call, None), (STORE, Some(STORE_MARK)), (RET, None)]);
-        // A move without VEX (movaps xmm0, xmm1) keeps the old high half.
+        // A move without VEX (movaps xmm0, xmm1) of a register not computed wide.
         let legacy: &[u8] = &[0x0f, 0x28, 0xc1];
-        refused(&[(LOAD1, Some(LOAD_MARK)), (legacy, None), (STORE, Some(STORE_MARK)), (RET, None)]);
+        refused(&[(LOAD, None), (legacy, None), (STORE, Some(STORE_MARK)), (RET, None)]);
         // A shuffle is not lane-wise: vpshufd xmm0, xmm0, 0.
         let shuffle: &[u8] = &[0xc5, 0xf9, 0x70, 0xc0, 0x00];
         refused(&[(LOAD, Some(LOAD_MARK)), (shuffle, None), (STORE, Some(STORE_MARK)), (RET, None)]);
@@ -763,21 +815,30 @@ mod tests {
                 run(&[(LOAD, Some(LOAD_MARK)), (mv, None), (store, Some(STORE_MARK)), (RET, None)], false, 1);
             assert!(r.is_err());
         }
-        // movaps xmm1, xmm0 has 3 bytes, fewer than any VEX instruction: refused in 256
-        // bits, and in 512 (the function encoded again) a `vmovaps` of the whole register.
+        // movaps xmm1, xmm0 has 3 bytes, fewer than any VEX instruction: the function is
+        // encoded again with a `vmovaps` of the whole register, in 256 bits as in 512.
         let movaps: &[u8] = &[0x0f, 0x28, 0xc8];
-        refused(&[(LOAD, Some(LOAD_MARK)), (movaps, None), (store1, Some(STORE_MARK)), (RET, None)]);
-        let mut code = [LOAD, movaps, store1, RET].concat();
-        let traps = [(0, LOAD_MARK), (7, STORE_MARK)]
-            .map(|(at, m)| MachTrap { offset: at, code: TrapCode::user(m).expect("nonzero") });
-        let end = code.len();
-        assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, true, &mut []), Ok(3));
-        let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
-        let mv = std::iter::from_fn(|| d.can_decode().then(|| d.decode())).nth(1).expect("two instructions");
-        assert_eq!(
-            (mv.code(), mv.op0_register(), mv.op1_register()),
-            (iced_x86::Code::EVEX_Vmovaps_zmm_k1z_zmmm512, Register::ZMM1, Register::ZMM0)
-        );
+        for (zmm, want) in [
+            (false, iced_x86::Code::VEX_Vmovaps_ymm_ymmm256),
+            (true, iced_x86::Code::EVEX_Vmovaps_zmm_k1z_zmmm512),
+        ] {
+            let mut code = [LOAD, movaps, store1, RET].concat();
+            let traps = [(0, LOAD_MARK), (7, STORE_MARK)]
+                .map(|(at, m)| MachTrap { offset: at, code: TrapCode::user(m).expect("nonzero") });
+            let end = code.len();
+            assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, zmm, &mut []), Ok(3));
+            let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+            let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode())).collect();
+            let wide = if zmm { Register::ZMM0 } else { Register::YMM0 };
+            assert_eq!(
+                (all[1].code(), all[1].op0_register(), all[1].op1_register()),
+                (want, reg(wide, 1), reg(wide, 0))
+            );
+            // The load and the store around it are widened too, and the return follows.
+            assert_eq!(all[0].op0_register(), reg(wide, 0));
+            assert_eq!(all[2].op1_register(), reg(wide, 1));
+            assert_eq!(all[3].mnemonic(), Mnemonic::Ret);
+        }
     }
 
     /// The twelve register forms of the moves without VEX, both directions of operands.
@@ -921,13 +982,19 @@ mod tests {
             }
         }
         // Both registers past xmm7 (movaps xmm8, xmm9: 45 0f 28 c1): no VEX form of 4
-        // bytes, refused in 256 bits; encoded again in 512.
+        // bytes, so the function is encoded again, in 256 bits as in 512.
         let load9: &[u8] = &[0xc5, 0x7a, 0x6f, 0x0f];
         let mv: &[u8] = &[0x45, 0x0f, 0x28, 0xc1];
         let st8 = store_of(8);
         let program = [(load9, Some(LOAD_MARK)), (mv, None), (&st8[..], Some(STORE_MARK)), (RET, None)];
-        assert!(run_in(&program, true, false).1.is_err());
-        assert_eq!(run_in(&program, true, true).1, Ok(3));
+        for zmm in [false, true] {
+            let (code, r) = run_in(&program, true, zmm);
+            assert_eq!(r, Ok(3));
+            let mut dec = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+            let w = std::iter::from_fn(|| dec.can_decode().then(|| dec.decode())).nth(1).expect("a move");
+            let wide = if zmm { Register::ZMM0 } else { Register::YMM0 };
+            assert_eq!((w.op_register(0), w.op_register(1)), (reg(wide, 8), reg(wide, 9)), "{w}");
+        }
         // A move of a narrow register makes its destination narrow: vmovdqu xmm1, [rdx]
         // (marked) then movdqa xmm1, xmm2; or a wide move then movss xmm1, xmm2.
         let load1: &[u8] = &[0xc5, 0xfa, 0x6f, 0x0a];
