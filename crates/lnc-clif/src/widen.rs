@@ -216,9 +216,10 @@ pub(crate) fn patch(
     for d in insts.iter_mut().filter(|d| d.kind == Kind::Other && in_span(d.at)) {
         d.kind = unmarked_kind(code, &d.ins, zmm);
     }
-    // Moves are rewritten only where the proof needs them: a function that widens without
-    // them keeps the code Cranelift laid out (in 256 bits, a move without a VEX form of its
-    // length has the whole function encoded again).
+    // Moves are rewritten only when the proof needs them: a function that widens without
+    // them keeps the code Cranelift laid out. When it does, all are; but in 256 bits a move
+    // without a VEX form of its length has the whole function encoded again, so each such
+    // move stays as it is if the proof holds without it.
     let moves: Vec<usize> = (0..insts.len()).filter(|&i| insts[i].kind == Kind::Move).collect();
     for &i in &moves {
         insts[i].kind = Kind::Other;
@@ -226,6 +227,14 @@ pub(crate) fn patch(
     if !moves.is_empty() && proven(&insts, zmm).is_err() {
         for &i in &moves {
             insts[i].kind = Kind::Move;
+        }
+        let grown: Vec<usize> =
+            moves.iter().copied().filter(|&i| !zmm && vex_move(&insts[i].ins).is_none()).collect();
+        for i in grown {
+            insts[i].kind = Kind::Other;
+            if proven(&insts, zmm).is_err() {
+                insts[i].kind = Kind::Move;
+            }
         }
     }
     proven(&insts, zmm)?;
@@ -1013,6 +1022,102 @@ mod tests {
                 (RET, None),
             ];
             assert!(run_in(&p, true, zmm).1.is_err(), "zmm {zmm}");
+        }
+    }
+
+    /// A move the proof does not need is left as Cranelift emitted it; in 256 bits a
+    /// needed one is rewritten in place even beside an unneeded one that has no VEX form
+    /// of its length (which would have the function encoded again).
+    #[test]
+    fn moves_the_proof_does_not_need_stay_as_they_are() {
+        let short: &[u8] = &[0x0f, 0x28, 0xd3]; // movaps xmm2, xmm3
+        let (code, r) = run_in(
+            &[(LOAD, Some(LOAD_MARK)), (short, None), (STORE, Some(STORE_MARK)), (RET, None)],
+            true,
+            false,
+        );
+        assert_eq!(r, Ok(2));
+        assert_eq!(code, [&[0xc5, 0xfe, 0x6f, 0x07][..], short, &[0xc5, 0xfc, 0x11, 0x06], RET].concat());
+        // vmovdqu xmm1, [rdi] (marked); movaps xmm9, xmm1 (needed, 4 bytes); the short
+        // move; vmovups [rsi], xmm9 (marked).
+        let load1: &[u8] = &[0xc5, 0xfa, 0x6f, 0x0f];
+        let needed: &[u8] = &[0x44, 0x0f, 0x28, 0xc9];
+        let st9 = store_of(9);
+        let program = [
+            (load1, Some(LOAD_MARK)),
+            (needed, None),
+            (short, None),
+            (&st9[..], Some(STORE_MARK)),
+            (RET, None),
+        ];
+        let before: Vec<u8> = program.iter().flat_map(|p| p.0.iter().copied()).collect();
+        let (code, r) = run_in(&program, true, false);
+        assert_eq!(r, Ok(3));
+        assert_eq!(code.len(), before.len(), "encoded again");
+        assert_eq!(&code[8..11], short);
+        let w = decode_at(&code[4..8]);
+        assert_eq!((w.op_register(0), w.op_register(1)), (Register::YMM9, Register::YMM1), "{w}");
+    }
+
+    /// Encoded again around a grown move (256 bits) or everything (512): a conditional
+    /// branch in either form still lands on its target, a RIP-relative load still finds
+    /// the data after the code (kept at its offset modulo 64), a backward branch still
+    /// reaches the start, and a relocation follows its immediate.
+    #[test]
+    fn branches_data_and_relocations_follow_a_function_encoded_again() {
+        for (short_jcc, zmm) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut code: Vec<u8> = LOAD.to_vec();
+            let mut traps = vec![MachTrap { offset: 0, code: TrapCode::user(LOAD_MARK).expect("nonzero") }];
+            code.extend_from_slice(&[0x0f, 0x28, 0xc8]); // movaps xmm1, xmm0
+            code.extend_from_slice(&[0x48, 0x85, 0xd2]); // test rdx, rdx
+            // je over `mov rax, imm64` (relocated) and `mov ecx, 1`, to the store.
+            let skip: i32 = 10 + 5;
+            if short_jcc {
+                code.extend_from_slice(&[0x74, skip as u8]);
+            } else {
+                code.extend_from_slice(&[0x0f, 0x84]);
+                code.extend_from_slice(&skip.to_le_bytes());
+            }
+            let mov_at = code.len();
+            code.extend_from_slice(&[0x48, 0xb8]);
+            code.extend_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+            code.extend_from_slice(&[0xb9, 1, 0, 0, 0]);
+            traps.push(MachTrap {
+                offset: code.len() as u32,
+                code: TrapCode::user(STORE_MARK).expect("nonzero"),
+            });
+            code.extend_from_slice(&store_of(1));
+            let rip_at = code.len();
+            code.extend_from_slice(&[0xc5, 0xf8, 0x10, 0x1d, 0, 0, 0, 0]); // vmovups xmm3, [rip + data]
+            code.extend_from_slice(&[0x48, 0xff, 0xca]); // dec rdx
+            let jnz_at = code.len();
+            code.extend_from_slice(&[0x0f, 0x85]); // jnz 0
+            code.extend_from_slice(&(-(jnz_at as i32 + 6)).to_le_bytes());
+            code.extend_from_slice(RET);
+            let end = code.len();
+            code.resize(64, 0xcc);
+            code.extend_from_slice(&[0xab; 16]);
+            let disp = 64 - (rip_at as i32 + 8);
+            code[rip_at + 4..rip_at + 8].copy_from_slice(&disp.to_le_bytes());
+            let mut relocs = [mov_at as u32 + 2];
+            assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, zmm, &mut relocs), Ok(3), "zmm {zmm}");
+            let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+            let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
+                .take_while(|i| i.ip() < end as u64 * 2)
+                .take(11)
+                .collect();
+            use Mnemonic::*;
+            let m: Vec<Mnemonic> = all.iter().map(|i| i.mnemonic()).collect();
+            assert_eq!(m[1..6], [Vmovaps, Test, Je, Mov, Mov], "zmm {zmm}");
+            assert_eq!(all[3].near_branch_target(), all[6].ip(), "je lands on the store");
+            assert_eq!(all[3].len(), if short_jcc { 2 } else { 6 });
+            let a = all[7].ip_rel_memory_address() as usize;
+            assert_eq!((a % 64, &code[a..a + 16]), (0, &[0xab; 16][..]));
+            assert_eq!((all[9].mnemonic(), all[9].near_branch_target()), (Jne, 0));
+            assert_eq!(all[10].mnemonic(), Ret);
+            let at = relocs[0] as usize;
+            assert_eq!(at, all[4].ip() as usize + 2);
+            assert_eq!(&code[at..at + 8], &0x1122_3344_5566_7788u64.to_le_bytes());
         }
     }
 
