@@ -117,6 +117,11 @@ pub(crate) struct FunctionCx<'a, 'b> {
     /// The broadcasts of the constants of the wide loop being emitted
     /// (`wide::broadcast_constants`).
     pub(crate) wide_consts: HashMap<lir::Value, Value>,
+    /// [`crate::CodegenOptions::bcast_in_loop`].
+    pub(crate) bcast_in_loop: bool,
+    /// With `bcast_in_loop`, the address in scratch of each scalar the current wide loop
+    /// broadcasts, stored in front of it (module `wide`).
+    pub(crate) wide_scalars: HashMap<lir::Value, Value>,
 }
 
 /// Where in the scratch area `fp16` tiles are rounded with F16C (module `f16c`): 16 bytes
@@ -233,6 +238,8 @@ pub(crate) fn codegen_fn(
         wide_stores: 0,
         wide_transfers: 0,
         wide_consts: HashMap::new(),
+        bcast_in_loop: opts.bcast_in_loop,
+        wide_scalars: HashMap::new(),
     };
     fx.broadcasts = loop_broadcasts(f);
     fx.rebroadcast = fx.broadcasts.values().flatten().copied().collect();
@@ -1114,6 +1121,7 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
     }
     if wide {
         fx.wide_consts.clear();
+        fx.wide_scalars.clear();
         let vals = wide_vals(fx, exit, 0, &carried_tys)?;
         for (&r, v) in data.results.iter().zip(vals) {
             fx.def(r, v);

@@ -94,6 +94,13 @@ pub struct CodegenOptions {
     /// instruction flushes to zero, has those lanes rounded again with integers. The same
     /// bits either way. Default: on.
     pub bf16_cvt: bool,
+    /// Broadcast each scalar a wide loop's tiles use (a constant, or a value defined in
+    /// front of the loop) inside the loop, from bytes of scratch stored in front of it,
+    /// instead of once in front of it: a broadcast held across the loop is a register that
+    /// Cranelift's allocator may spill, and a reload of 16 bytes is not wide. Set for a
+    /// second try when the first compile's wide loops are refused (module `widen`); off
+    /// otherwise.
+    pub bcast_in_loop: bool,
     /// Run Cranelift's verifier on the function before compiling it (a compiler bug in
     /// lnc's code generation is then an error, not whatever Cranelift makes of invalid IR).
     /// Default: in debug builds, as lnc's own verifiers (`lnc::CompileOptions::verify`);
@@ -112,6 +119,7 @@ impl Default for CodegenOptions {
             wide: true,
             zmm: false,
             bf16_cvt: true,
+            bcast_in_loop: false,
             verify: cfg!(debug_assertions),
         }
     }
@@ -402,16 +410,22 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`); the
         // listing says why.
         Err(why) => {
-            let (width, narrower) = match zmm {
-                true => ("512", CodegenOptions { zmm: false, ..*opts }),
-                false => ("256", CodegenOptions { wide: false, ..*opts }),
+            // First again with the loops' broadcasts inside them (no register held across
+            // a loop for them, so none spilled), then narrower.
+            let width = if zmm { 512 } else { 256 };
+            let (then, next) = match zmm {
+                _ if !opts.bcast_in_loop => {
+                    ("with its broadcasts inside the loops", CodegenOptions { bcast_in_loop: true, ..*opts })
+                }
+                true => ("without them", CodegenOptions { zmm: false, ..*opts }),
+                false => ("without them", CodegenOptions { wide: false, ..*opts }),
             };
-            let mut k = compile(f, &narrower)?;
+            let mut k = compile(f, &next)?;
             if let Some(t) = &mut k.text {
-                // The narrower compile's notes (above) say what it became.
+                // The next compile's notes (above) say what it became.
                 t.asm.push_str(&format!(
-                    "; {width}-bit loops refused, the kernel compiled again without them: {} (an offset \
-                     of the refused code)\n",
+                    "; {width}-bit loops refused, the kernel compiled again {then}: {} (an offset of the \
+                     refused code)\n",
                     why.0
                 ));
             }

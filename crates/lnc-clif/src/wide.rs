@@ -467,9 +467,14 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
             Err(CodegenError::InvalidIr(format!("{v}: a tile of a wide loop not in wide parts")))
         }
         CVal::Scalar(s) => {
-            let b = match fx.wide_consts.get(&v) {
-                Some(&b) => b,
-                None => fx.bcx.ins().splat(PART, s),
+            let b = match (fx.wide_consts.get(&v), fx.wide_scalars.get(&v)) {
+                (Some(&b), _) => b,
+                // A load in the loop is not hoisted out of it: the broadcast reads it.
+                (None, Some(&at)) => {
+                    let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
+                    fx.bcx.ins().splat(PART, x)
+                }
+                (None, None) => fx.bcx.ins().splat(PART, s),
             };
             Ok(vec![b; count])
         }
@@ -479,7 +484,10 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
 /// Broadcasts, in front of wide loop `l`, the `fp32` constants its tile instructions use
 /// ([`parts`] takes them): Cranelift folds the `splat` of a constant into a vector loaded
 /// from its constant pool, 16 bytes that are not widened, so each goes through bytes of
-/// scratch of its own instead (stored as `i32`, broadcast from memory as `f32`).
+/// scratch of its own instead (stored as `i32`, broadcast from memory as `f32`). With
+/// `bcast_in_loop` ([`crate::CodegenOptions::bcast_in_loop`]) those and the other `f32`
+/// scalars defined in front of the loop are only stored there, and [`parts`] broadcasts
+/// them from memory inside the loop, where they are used.
 pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(), CodegenError> {
     let f = fx.f;
     let bf16_store = f.insts[l].regions[0].insts.iter().any(|&i| {
@@ -504,16 +512,22 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
             continue;
         }
         for &a in &d.args {
-            let lir::ValueDef::Result(c, _) = f.values[a].def else { continue };
-            if f.ty(a) != Ty::Scalar(DType::F32)
-                || !matches!(f.insts[c].opcode, Opcode::Const(_))
-                || !done.insert(a)
-            {
+            let constant = matches!(f.values[a].def, lir::ValueDef::Result(c, _) if matches!(f.insts[c].opcode, Opcode::Const(_)));
+            // With `bcast_in_loop`, every `f32` scalar defined in front of the loop.
+            let before = fx.bcast_in_loop && matches!(fx.val(a), Ok(CVal::Scalar(_)));
+            if f.ty(a) != Ty::Scalar(DType::F32) || !(constant || before) || !done.insert(a) {
                 continue;
             }
             let s = fx.scalar(a)?;
-            let b = broadcast_from_scratch(fx, s);
-            fx.wide_consts.insert(a, b);
+            if fx.bcast_in_loop {
+                let at = slot_address(fx);
+                let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
+                fx.bcx.ins().store(data_flags(), bits, at, 0);
+                fx.wide_scalars.insert(a, at);
+            } else {
+                let b = broadcast_from_scratch(fx, s);
+                fx.wide_consts.insert(a, b);
+            }
         }
     }
     Ok(())

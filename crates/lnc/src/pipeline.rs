@@ -340,6 +340,7 @@ pub(crate) fn codegen_options(
         wide: opts.wide,
         zmm: opts.lanes == 16,
         bf16_cvt: opts.bf16_cvt,
+        bcast_in_loop: false,
         verify: opts.verify,
     }
 }

@@ -251,6 +251,7 @@ const NATIVE: CodegenOptions = CodegenOptions {
     wide: true,
     zmm: true,
     bf16_cvt: true,
+    bcast_in_loop: false,
     verify: true,
 };
 
