@@ -36,8 +36,10 @@
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
 //! marked store writes was computed by widened instructions from marked loads and
 //! broadcasts only (and moves between registers of those). When it cannot show that (a
-//! spill, an instruction it does not know), the kernel is compiled again in 256-bit
-//! loops, then without wide loops (`lib.rs`): the same results, in 128-bit vectors.
+//! spill, an instruction it does not know), the kernel is compiled again with each
+//! loop's scalar broadcasts inside the loop (`CodegenOptions::bcast_in_loop`: nothing
+//! held across the loop for them, so nothing spilled), then in 256-bit loops, then
+//! without wide loops (`lib.rs`): the same results, in 128-bit vectors.
 
 use std::collections::HashSet;
 
