@@ -615,3 +615,121 @@ fn two_rows_a_program_run_in_512_bit_loops_and_give_the_bits_of_128() {
         }
     }
 }
+
+/// Kernels whose wide loops broadcast scalars: one scalar used by two loops, constants
+/// beside per-row scalars, a reduction; and a wide loop inside a scalar loop whose carried
+/// value it broadcasts.
+const BROADCASTS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def two_loops(X, Y, Z, S, N, a, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * N
+    Y += row * N
+    Z += row * N
+    c = tl.load(S + row) * a + 1.5
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        m = cols < N
+        x = tl.load(X + cols, mask=m, other=0.).to(tl.float32)
+        tl.store(Y + cols, x * c + 0.25, mask=m)
+    acc = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        m = cols < N
+        x = tl.load(X + cols, mask=m, other=0.).to(tl.float32)
+        d = (x - c) * a
+        acc += d * d
+        tl.store(Z + cols, d - 3.0, mask=m)
+    tl.store(S + row, tl.sum(acc, axis=0))
+
+@triton.jit
+def nested(X, Y, N, R, a, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * N
+    Y += row * N
+    t = a
+    for k in range(0, R):
+        t = t * 0.5 + 1.0
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            m = cols < N
+            y = tl.load(Y + cols, mask=m, other=0.)
+            x = tl.load(X + cols, mask=m, other=0.).to(tl.float32)
+            tl.store(Y + cols, y + x * t - k * 0.125, mask=m)
+"#;
+
+/// With `CompileOptions::bcast_in_loop` from the first compile (otherwise the second try
+/// of a refused kernel), wide loops broadcast their scalars from memory inside the loop:
+/// the same bits as the usual wide loops and as 128-bit code, for fp32, fp16 and bf16 in
+/// 8-lane tiles and the half types in 16, checked and unchecked, on rows that are not
+/// multiples of the tile.
+fn broadcasts_inside_loops<T: Float>(lanes: u8, block: usize) {
+    let module = |wide, bcast_in_loop| {
+        lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, bcast_in_loop, ..Default::default() })
+            .module("broadcasts.py", BROADCASTS)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let modules = [module(true, true), module(true, false), module(false, false)];
+    let (two, nest) = (
+        format!("*{t},*fp32,*fp32,*fp32,i32,fp32,{block}", t = T::SIG),
+        format!("*{t},*fp32,i32,i32,fp32,{block}", t = T::SIG),
+    );
+    let kernels: Vec<_> = modules
+        .iter()
+        .map(|m| {
+            let k = |name, sig: &str| m.kernel(name, sig).unwrap_or_else(|e| panic!("{e}"));
+            (k("two_loops", &two), k("nested", &nest))
+        })
+        .collect();
+    if lnc::computes_wide() {
+        // Inside the loops, a broadcast per use: more instructions widened.
+        for (forced, usual) in [(&kernels[0].0, &kernels[1].0), (&kernels[0].1, &kernels[1].1)] {
+            assert!(usual.widened_instructions() > 0, "{}", T::SIG);
+            assert!(forced.widened_instructions() > usual.widened_instructions(), "{}", T::SIG);
+        }
+    }
+    let mut rng = rng();
+    for (m, n) in [(3usize, 1usize), (5, 17), (4, 1000), (2, 4097)] {
+        let x: Vec<T> = randn(&mut rng, m * n, -0.3, 1.5).into_iter().map(T::from_f32).collect();
+        let s0 = randn(&mut rng, m, 0.7, 2.0);
+        for checked in [true, false] {
+            let launch = |k: &lnc::Kernel, args: &[lnc::Arg]| {
+                if checked {
+                    k.launch(m as u32, args).unwrap_or_else(|e| panic!("{e}"));
+                } else {
+                    // SAFETY: every buffer holds the rows the kernel touches.
+                    unsafe { k.launch_unchecked(m as u32, args) }.unwrap_or_else(|e| panic!("{e}"));
+                }
+            };
+            let results: Vec<Vec<Vec<u64>>> = kernels
+                .iter()
+                .map(|(two, nest)| {
+                    let (mut y, mut z, mut s) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n], s0.clone());
+                    launch(two, &lnc::args![&x, &mut y, &mut z, &mut s, n as i32, 0.8125f32]);
+                    let mut out = vec![bits(&y), bits(&z), bits(&s)];
+                    for r in [0i32, 1, 3] {
+                        let mut y = vec![0.5f32; m * n];
+                        launch(nest, &lnc::args![&x, &mut y, n as i32, r, -1.25f32]);
+                        out.push(bits(&y));
+                    }
+                    out
+                })
+                .collect();
+            let what = format!("{} {lanes} lanes, {m}x{n}, checked {checked}", T::SIG);
+            assert!(results[0] == results[2], "{what}: broadcasts inside the loops differ from 128-bit code");
+            assert!(results[1] == results[2], "{what}: wide loops differ from 128-bit code");
+        }
+    }
+}
+
+#[test]
+fn broadcasts_inside_wide_loops_give_the_same_bits() {
+    broadcasts_inside_loops::<f32>(8, 64);
+    broadcasts_inside_loops::<f16>(8, 64);
+    broadcasts_inside_loops::<bf16>(8, 64);
+    broadcasts_inside_loops::<f16>(16, 128);
+    broadcasts_inside_loops::<bf16>(16, 128);
+}

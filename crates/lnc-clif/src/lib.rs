@@ -409,6 +409,10 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         Ok(n) => n,
         // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`); the
         // listing says why.
+        // Nothing left to refuse once no loop is wide.
+        Err(why) if !opts.wide => {
+            return Err(CodegenError::InvalidIr(format!("widening without wide loops: {}", why.0)));
+        }
         Err(why) => {
             // First again with the loops' broadcasts inside them (no register held across
             // a loop for them, so none spilled), then narrower.

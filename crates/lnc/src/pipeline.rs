@@ -91,6 +91,12 @@ pub struct CompileOptions {
     /// flushes to zero, has those lanes rounded with integers. The results are the same
     /// bits either way. Default: on.
     pub bf16_cvt: bool,
+    /// Broadcast the scalars a 256- or 512-bit loop computes with inside the loop, from
+    /// memory where each is used, from the first compile on. Otherwise that is only the
+    /// second try of a kernel whose wide loops were refused (a broadcast held across a
+    /// loop is a register Cranelift may spill, which the widening cannot prove wide; see
+    /// `lnc compile --emit asm`). The results are the same bits either way. Default: off.
+    pub bcast_in_loop: bool,
 }
 
 impl CompileOptions {
@@ -127,6 +133,7 @@ impl Default for CompileOptions {
             defer_stores: true,
             group_programs: true,
             bf16_cvt: true,
+            bcast_in_loop: false,
         }
     }
 }
@@ -340,7 +347,7 @@ pub(crate) fn codegen_options(
         wide: opts.wide,
         zmm: opts.lanes == 16,
         bf16_cvt: opts.bf16_cvt,
-        bcast_in_loop: false,
+        bcast_in_loop: opts.bcast_in_loop,
         verify: opts.verify,
     }
 }
