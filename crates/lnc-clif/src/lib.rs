@@ -407,22 +407,21 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
     let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores, zmm, &mut offsets) {
         Ok(n) => n,
-        // The same kernel in 256-bit loops, then in 128-bit vectors (module `widen`); the
-        // listing says why.
-        // Nothing left to refuse once no loop is wide.
+        // Code without wide loops has nothing to refuse.
         Err(why) if !opts.wide => {
             return Err(CodegenError::InvalidIr(format!("widening without wide loops: {}", why.0)));
         }
+        // The same kernel again (module `widen`): first with the loops' broadcasts inside
+        // them (no register held across a loop for them, so none spilled), then in 256-bit
+        // loops, then in 128-bit vectors; the listing says why.
         Err(why) => {
-            // First again with the loops' broadcasts inside them (no register held across
-            // a loop for them, so none spilled), then narrower.
             let width = if zmm { 512 } else { 256 };
-            let (then, next) = match zmm {
-                _ if !opts.bcast_in_loop => {
-                    ("with its broadcasts inside the loops", CodegenOptions { bcast_in_loop: true, ..*opts })
-                }
-                true => ("without them", CodegenOptions { zmm: false, ..*opts }),
-                false => ("without them", CodegenOptions { wide: false, ..*opts }),
+            let (then, next) = if !opts.bcast_in_loop {
+                ("with its broadcasts inside the loops", CodegenOptions { bcast_in_loop: true, ..*opts })
+            } else if zmm {
+                ("without them", CodegenOptions { zmm: false, ..*opts })
+            } else {
+                ("without them", CodegenOptions { wide: false, ..*opts })
             };
             let mut k = compile(f, &next)?;
             if let Some(t) = &mut k.text {

@@ -434,9 +434,20 @@ pub(crate) fn enter_splat(
 /// of its own as `i32`, loaded back as `f32` (not forwarded from the store, so the load
 /// stays a load, which the broadcast reads: `vbroadcastss xmm, m32`).
 fn broadcast_from_scratch(fx: &mut FunctionCx, s: Value) -> Value {
+    let at = store_to_scratch(fx, s);
+    broadcast_at(fx, at)
+}
+
+/// The address of bytes of scratch of their own holding the `f32` scalar `s` (as `i32`).
+fn store_to_scratch(fx: &mut FunctionCx, s: Value) -> Value {
     let at = slot_address(fx);
     let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
     fx.bcx.ins().store(data_flags(), bits, at, 0);
+    at
+}
+
+/// A wide part broadcast from the `f32` at `at`.
+fn broadcast_at(fx: &mut FunctionCx, at: Value) -> Value {
     let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
     fx.bcx.ins().splat(PART, x)
 }
@@ -472,10 +483,7 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
             let b = match (fx.wide_consts.get(&v), fx.wide_scalars.get(&v)) {
                 (Some(&b), _) => b,
                 // A load in the loop is not hoisted out of it: the broadcast reads it.
-                (None, Some(&at)) => {
-                    let x = fx.bcx.ins().load(types::F32, data_flags(), at, 0);
-                    fx.bcx.ins().splat(PART, x)
-                }
+                (None, Some(&at)) => broadcast_at(fx, at),
                 (None, None) => fx.bcx.ins().splat(PART, s),
             };
             Ok(vec![b; count])
@@ -522,9 +530,7 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
             }
             let s = fx.scalar(a)?;
             if fx.bcast_in_loop {
-                let at = slot_address(fx);
-                let bits = fx.bcx.ins().bitcast(types::I32, crate::value::bitcast_flags(), s);
-                fx.bcx.ins().store(data_flags(), bits, at, 0);
+                let at = store_to_scratch(fx, s);
                 fx.wide_scalars.insert(a, at);
             } else {
                 let b = broadcast_from_scratch(fx, s);

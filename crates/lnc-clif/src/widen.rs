@@ -26,10 +26,10 @@
 //! move whose register sources are all wide, and after a zeroing `vxorps x, y, y` (inside
 //! a wide loop's code or not: a VEX instruction zeroes the bits above its width); any
 //! other write (a spill reload, a move without VEX outside a wide loop's code, an
-//! instruction this module does not widen) and every call leave it narrow; where paths meet, it is wide
-//! only if it is on all of them. A marked store of a register that is not wide on every
-//! path is an [`Unproven`] error, and `lib.rs` compiles the kernel again without wide
-//! loops.
+//! instruction this module does not widen) and every call leave it narrow; where paths
+//! meet, it is wide only if it is on all of them. A marked store of a register that is
+//! not wide on every path is an [`Unproven`] error, and `lib.rs` compiles the kernel
+//! again: with the loops' broadcasts inside them, then narrower.
 //!
 //! The code leaves the high halves of `ymm` registers set, which makes every SSE
 //! instruction run later wait to merge them: the runtime clears them (`vzeroupper`) when
@@ -255,10 +255,7 @@ pub(crate) fn patch(
                 },
             });
         }
-        let count = widened.iter().filter(|w| !w.is_empty()).count() as u32;
-        let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
-        *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
-        return Ok(count);
+        return reencode(code, &insts, &widened, relocs);
     }
     // In place, each instruction its own length; unless a move has no VEX form of its
     // length (`movaps xmm1, xmm0`: 3 bytes), and the function is encoded again as in 512
@@ -276,10 +273,7 @@ pub(crate) fn patch(
                 }
             });
         }
-        let count = widened.iter().filter(|w| !w.is_empty()).count() as u32;
-        let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
-        *code = crate::evex::reencode(code, &plain, &widened, relocs)?;
-        return Ok(count);
+        return reencode(code, &insts, &widened, relocs);
     }
     let mut count = 0;
     for d in &insts {
@@ -298,13 +292,32 @@ pub(crate) fn patch(
     Ok(count)
 }
 
+/// `code` encoded again with `widened[i]` in place of `insts[i]` where not empty (module
+/// `evex`); the number of instructions replaced.
+fn reencode(
+    code: &mut Vec<u8>,
+    insts: &[Decoded],
+    widened: &[Vec<Instruction>],
+    relocs: &mut [u32],
+) -> Result<u32, Unproven> {
+    let plain: Vec<Instruction> = insts.iter().map(|d| d.ins).collect();
+    *code = crate::evex::reencode(code, &plain, widened, relocs)?;
+    Ok(widened.iter().filter(|w| !w.is_empty()).count() as u32)
+}
+
+/// The `ymm` registers of the destination and the source of the move `ins` between `xmm`
+/// registers.
+fn ymm_operands(ins: &Instruction) -> Option<(Register, Register)> {
+    let ymm =
+        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
+    Some((ymm(ins.op_register(0))?, ymm(ins.op_register(1))?))
+}
+
 /// The 256-bit VEX move of the whole register that the register-to-register move without
 /// VEX `ins` moves the low half of, of any length (`vmovaps ymm, ymm`).
 fn ymm_move(ins: &Instruction) -> Result<Instruction, Unproven> {
-    let ymm =
-        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
     let fail = || Unproven(format!("the move at {:#x} has no VEX form", ins.ip()));
-    let (dst, src) = (ymm(ins.op_register(0)).ok_or_else(fail)?, ymm(ins.op_register(1)).ok_or_else(fail)?);
+    let (dst, src) = ymm_operands(ins).ok_or_else(fail)?;
     Instruction::with2(iced_x86::Code::VEX_Vmovaps_ymm_ymmm256, dst, src).map_err(|_| fail())
 }
 
@@ -484,9 +497,7 @@ fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
 /// instruction ([`ymm_move`] then, the function encoded again).
 fn vex_move(ins: &Instruction) -> Option<Vec<u8>> {
     use iced_x86::Code;
-    let ymm =
-        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
-    let (dst, src) = (ymm(ins.op_register(0))?, ymm(ins.op_register(1))?);
+    let (dst, src) = ymm_operands(ins)?;
     let forms = [
         Code::VEX_Vmovaps_ymm_ymmm256,
         Code::VEX_Vmovaps_ymmm256_ymm,
@@ -678,6 +689,16 @@ mod tests {
     /// `patch` of the concatenation of `pieces`, each marked or not, all inside one wide
     /// loop's span when `span`; `emitted`: the marked stores code generation emitted.
     fn run(pieces: &[(&[u8], Option<u8>)], span: bool, emitted: u32) -> (Vec<u8>, Result<u32, Unproven>) {
+        run_with(pieces, span, emitted, false)
+    }
+
+    /// [`run`] in 256 or 512 bits (`zmm`).
+    fn run_with(
+        pieces: &[(&[u8], Option<u8>)],
+        span: bool,
+        emitted: u32,
+        zmm: bool,
+    ) -> (Vec<u8>, Result<u32, Unproven>) {
         let mut code = Vec::new();
         let mut traps = Vec::new();
         for &(bytes, mark) in pieces {
@@ -688,7 +709,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, emitted, false, &mut []);
+        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut []);
         (code, r)
     }
 
@@ -831,11 +852,9 @@ mod tests {
             (false, iced_x86::Code::VEX_Vmovaps_ymm_ymmm256),
             (true, iced_x86::Code::EVEX_Vmovaps_zmm_k1z_zmmm512),
         ] {
-            let mut code = [LOAD, movaps, store1, RET].concat();
-            let traps = [(0, LOAD_MARK), (7, STORE_MARK)]
-                .map(|(at, m)| MachTrap { offset: at, code: TrapCode::user(m).expect("nonzero") });
-            let end = code.len();
-            assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, zmm, &mut []), Ok(3));
+            let program = [(LOAD, Some(LOAD_MARK)), (movaps, None), (store1, Some(STORE_MARK)), (RET, None)];
+            let (code, r) = run_in(&program, true, zmm);
+            assert_eq!(r, Ok(3));
             let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
             let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode())).collect();
             let wide = if zmm { Register::ZMM0 } else { Register::YMM0 };
@@ -951,20 +970,9 @@ mod tests {
         }
     }
 
-    /// `patch` in 256 or 512 bits (`zmm`), everything inside one wide loop's span when
-    /// `span`, one marked store emitted.
+    /// [`run_with`], one marked store emitted.
     fn run_in(pieces: &[(&[u8], Option<u8>)], span: bool, zmm: bool) -> (Vec<u8>, Result<u32, Unproven>) {
-        let mut code = Vec::new();
-        let mut traps = Vec::new();
-        for &(bytes, mark) in pieces {
-            if let Some(m) = mark {
-                traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
-            }
-            code.extend_from_slice(bytes);
-        }
-        let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, 1, zmm, &mut []);
-        (code, r)
+        run_with(pieces, span, 1, zmm)
     }
 
     /// `vmovups [rsi], xmmR`.
