@@ -1,5 +1,5 @@
 //! Prefetches of the next program's rows (lnc-tile's `prefetch`, lnc-clif's rewrite of
-//! marked byte loads into `prefetcht1`): they change no bit of any output, and the last
+//! marked byte loads into `prefetchnta`): they change no bit of any output, and the last
 //! program's prefetch of the row after the grid never faults, even into unmapped memory.
 
 mod common;

@@ -443,7 +443,7 @@ fn compile_shows_the_prefetches_and_no_prefetch_removes_them() {
     assert!(!stdout(&without).contains("prefetch"), "{}", stdout(&without));
     // The machine code says how many marked loads became prefetches.
     let asm = lnc(&[&args[..], &["--emit", "asm"]].concat());
-    assert!(stdout(&asm).contains("rewritten after Cranelift to prefetcht1"), "{}", stdout(&asm));
+    assert!(stdout(&asm).contains("rewritten after Cranelift to prefetchnta"), "{}", stdout(&asm));
 }
 
 /// Where the host has F16C, the seed forward in fp16 converts its tiles with it (the

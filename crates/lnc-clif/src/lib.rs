@@ -486,7 +486,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 prefetches,
                 "byte loads",
                 prefetch::MARK,
-                "prefetcht1 of the same address",
+                "prefetchnta of the same address",
             ));
             asm.push_str(&marks::note(
                 widened,

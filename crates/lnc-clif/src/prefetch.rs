@@ -8,16 +8,35 @@
 //!
 //! | Cranelift emits | becomes |
 //! |---|---|
-//! | `movzb{l,q} m8, r` (`[REX] 0F B6 /r`) | `prefetcht1 m8` (`[REX] 0F 18 /2`) |
+//! | `movzb{l,q} m8, r` (`[REX] 0F B6 /r`) | `prefetchnta m8` (`[REX] 0F 18 /0`) |
 //!
-//! The register field of the ModRM byte becomes the prefetch's `/2`, and the REX prefix
+//! The register field of the ModRM byte becomes the prefetch's `/0`, and the REX prefix
 //! loses its W and R bits (the width and the register, which a prefetch does not have);
 //! its X and B bits, which extend the address's index and base registers, and the ModRM's
-//! addressing bits, SIB byte and displacement stay as they are. `prefetcht1` is the hint
-//! for the outer cache levels (AMD's cores before Zen 4 treat it as `prefetcht0`): the
-//! lines are for the worker's next program, and bringing them into the first-level cache
-//! early would evict the current program's rows. It measured faster than `prefetcht0` in a
-//! C model of the fp16 forward (7.5 against 8.2 ms for 4096 rows of 4096).
+//! addressing bits, SIB byte and displacement stay as they are.
+//!
+//! Why `prefetchnta` ([`HINT`]): the lines are the worker's next program's row, read by
+//! that program's first pass and by its later passes while they are still in the core's
+//! caches; the non-temporal hint brings them close to the core without making room for
+//! them among the lines the current program keeps in the second-level cache (the seed
+//! backward's partial rows of dw and db, the current rows). It was `prefetcht1` (the
+//! outer levels), chosen on a C model of the fp16 forward (7.5 against 8.2 ms for 4096
+//! rows of 4096 with `prefetcht0`). Measured on the seed kernels compiled both ways,
+//! launches alternated in one process (M = 4096, 2 threads, caches flushed before each
+//! launch, medians of 60 launches (40 for the half backward), the ratio the median of
+//! the paired ratios, two runs, the machine in both of its memory states during them):
+//! `prefetchnta` over `prefetcht1` took
+//! - fp32 forward: 0.94–0.95 at N = 512–768, 0.95–0.98 at 1000–4096, 0.99–1.00 at 8192
+//!   and 16384;
+//! - fp32 dx + dwdb: 0.97–0.98 at 768, 0.94–0.96 at 1000, 0.92–0.93 at 2048, 0.83–0.91
+//!   at 4096–8192, 0.99–1.00 at 16384 (at 512 0.96 and 1.02, at 1024 0.94 and 1.04);
+//! - fp16 and bf16 forward: 0.95–1.00 at N = 768–8192, at 16384 fp16 1.01 and bf16
+//!   0.94–0.96 (at 512, whose rows of 1 KB get no prefetches, 1.00–1.02);
+//! - fp16 dx + dwdb 0.96–0.98 at 512–2048 and 0.85–0.94 at 4096–8192; bf16 0.98–1.01 at
+//!   512–4096 and 0.93 at 8192.
+//!
+//! `prefetcht0` measured between the two (one run of 40 launches: fp32 forward 0.87–1.07
+//! of `prefetcht1`, dx + dwdb 0.85–1.02).
 //!
 //! A prefetch never faults, so its address may be anything, such as the row after the
 //! grid's last. The byte load it replaces could fault: an instruction that is not the
@@ -32,6 +51,10 @@ use crate::base::FunctionCx;
 
 /// The trap code marking a load to rewrite into a prefetch.
 pub(crate) const MARK: u8 = 0x50;
+
+/// The prefetch's hint, the register field of its ModRM byte (`0F 18 /hint`): 0 is
+/// `prefetchnta` (1 `prefetcht0`, 2 `prefetcht1`, 3 `prefetcht2`; see the module docs).
+const HINT: u8 = 0;
 
 /// Emits the marked load standing for a prefetch of element `offset` of `ptr`; nothing on
 /// hosts other than x86-64, whose machine code this module does not rewrite.
@@ -75,7 +98,7 @@ pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenE
             code[r] &= !0x0c;
         }
         code[op] = 0x18;
-        code[op + 1] = (code[op + 1] & 0xc7) | (2 << 3);
+        code[op + 1] = (code[op + 1] & 0xc7) | (HINT << 3);
         n += 1;
     }
     Ok(n)
@@ -101,11 +124,11 @@ mod tests {
     fn rewrites_byte_loads_to_prefetches() {
         // movzbl (%rdi), %eax ; movzbq 0x40(%r8,%r9,4), %r11 (REX.WRXB) ; movzbl 0x1000(%rsp), %ecx
         let cases: [(&[u8], &[u8]); 3] = [
-            (&[0x0f, 0xb6, 0x07], &[0x0f, 0x18, 0x17]),
-            (&[0x4f, 0x0f, 0xb6, 0x5c, 0x88, 0x40], &[0x43, 0x0f, 0x18, 0x54, 0x88, 0x40]),
+            (&[0x0f, 0xb6, 0x07], &[0x0f, 0x18, 0x07]),
+            (&[0x4f, 0x0f, 0xb6, 0x5c, 0x88, 0x40], &[0x43, 0x0f, 0x18, 0x44, 0x88, 0x40]),
             (
                 &[0x0f, 0xb6, 0x8c, 0x24, 0x00, 0x10, 0x00, 0x00],
-                &[0x0f, 0x18, 0x94, 0x24, 0x00, 0x10, 0x00, 0x00],
+                &[0x0f, 0x18, 0x84, 0x24, 0x00, 0x10, 0x00, 0x00],
             ),
         ];
         crate::marks::assert_rewrites(MARK, &cases, patch);
