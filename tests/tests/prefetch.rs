@@ -135,7 +135,8 @@ fn prefetches_change_no_bit() {
             ([y, mean, rstd].concat().iter().map(|v| v.to_bits()).collect::<Vec<u32>>(), k.prefetches())
         };
         let ((got, pf), (want, _)) = (run(&with), run(&without));
-        // Rows of a page or more (lnc-tile's MIN_ROW_BYTES).
+        // Rows of 1 KB or more in loops of 8-lane tiles, of a page in 4-lane ones (lnc-tile's
+        // MIN_WIDE_ROW_BYTES and MIN_ROW_BYTES): of these lengths, 1024 and more.
         assert_eq!(pf > 0, block >= 1024, "{m}x{n}: {pf}");
         assert_eq!(got, want, "fp32 {m}x{n}");
         // fp16 and bf16 storage

@@ -43,14 +43,13 @@
 //!   hosted by the mean pass instead, 1024 10 % faster but 4096 and 16384 about 4 %
 //!   slower, so those keep the last pass.
 //! - the host's upper bound (interval analysis, [`lnc_lir::ranges`]) is at most a
-//!   constant, and the row it covers at most [`MAX_ROW_BYTES`]: a row larger than the
-//!   second-level cache would push out the current program's data before the next
-//!   program used the prefetched lines; and at least [`MIN_ROW_BYTES`], a page, or
-//!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads. A host loop of 32-byte tiles
-//!   (8 lanes of fp32, computed in 256 bits where the host has AVX2) takes rows of
-//!   [`MIN_HALF_ROW_BYTES`] to half [`MAX_ROW_BYTES`]: its passes are too short for the
-//!   hardware prefetchers to bring a 2 KB row meanwhile, and 64 KB of prefetches came too
-//!   fast.
+//!   constant, and the row it covers at least [`MIN_ROW_BYTES`], a page, or
+//!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads, or [`MIN_WIDE_ROW_BYTES`] for
+//!   a host loop of tiles of 32 bytes or more (8 lanes of fp32 or 16 of a half type,
+//!   computed in 256 or 512 bits): its passes are too short for the hardware prefetchers
+//!   to bring the next row meanwhile;
+//! - the rows one host prefetches come to at most [`MAX_PASS_BYTES`]: more would push
+//!   out the current program's data before the next program used the prefetched lines.
 //!
 //! Not prefetched: rows read only under a lock, in loops nested in an `if` (the seed
 //! backward's partial rows of dw and db, `(pid % G)·N` into their buffers). Hosted by the
@@ -78,26 +77,43 @@ use lnc_lir::{Addressing, BinOp, Const, DType, Function, Inst, Opcode, Ty, Value
 
 use crate::rewrite::{Lanes, clone_insts, def, int_of, iv_plus, konst};
 
-/// The longest row prefetched whole while the current one is processed.
-pub(crate) const MAX_ROW_BYTES: i64 = 64 << 10;
+/// The most bytes of the next program's rows one pass prefetches (all its rows). Measured
+/// with `prefetchnta` (lnc-clif's `prefetch.rs`), seed kernels compiled both ways, launches
+/// alternated in one process (M = 4096, 2 threads, caches flushed, two runs of 40 and 25
+/// launches, medians of the paired ratios): the fp32 forward at N = 16384 (one row of 64
+/// KB, in 256-bit loops) took 0.935-0.937 of the time without its prefetches, the dx
+/// kernel at 16384 (x and dy, 128 KB) 1.055-1.097 with them. With `prefetcht1`, rows of
+/// 32-byte tiles were limited to 32 KB each (the forward at 16384: 7.96 ms without
+/// prefetches, 9.34 with); the dx kernel at N = 8192 (two rows of 32 KB) gains with them.
+pub(crate) const MAX_PASS_BYTES: i64 = 64 << 10;
 
-/// The shortest row a loop reads that is worth it: a page. Rows within a page the
-/// hardware's stream prefetchers follow from one program to the next (measured on the
-/// seed forward at 2 threads, caches flushed: no gain at 2 KB rows, fp32 N = 512, and 3 %
-/// slower in some runs); they stop at page boundaries, which longer rows cross.
+/// The shortest row a loop of 4-lane tiles reads that is worth it: a page. Rows within a
+/// page the hardware's stream prefetchers follow from one program to the next (measured on
+/// the seed forward at 2 threads, caches flushed: no gain at 2 KB rows, fp32 N = 512, and
+/// 3 % slower in some runs); they stop at page boundaries, which longer rows cross.
 pub(crate) const MIN_ROW_BYTES: i64 = 4 << 10;
 
 /// The shortest row a `row_load` reads that is worth it. The helper reads the whole row in
 /// one burst at the start of the program, which then computes from scratch: the hardware
 /// prefetchers, which follow demand reads, have no time to run ahead into the next row,
 /// as they do while a loop's first pass walks an `fp32` row. Measured on the seed forward
-/// (its x read by a `row_load`, as without F16C) at 4096 rows, 2 threads, caches flushed, five alternating runs of 60 launches (time
-/// with prefetches over time without): fp16 N = 1024 (2 KB rows) 0.88-1.00, median 0.95;
-/// bf16 N = 1024 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %. Also the
-/// shortest row a loop of 16-lane half tiles reads: at 1 KB (fp16 and bf16 forward at
-/// N = 512, 512-bit loops, four alternated lnc-bench runs) fp16 went 33.3-36.5 →
-/// 30.3-35.8 GB/s and bf16 27.1-29.6 → 24.9-28.2.
+/// (its x read by a `row_load`, as without F16C) at 4096 rows, 2 threads, caches flushed,
+/// five alternating runs of 60 launches (time with prefetches over time without, with
+/// `prefetcht1`): fp16 N = 1024 (2 KB rows) 0.88-1.00, median 0.95; bf16 N = 1024
+/// 0.94-1.03, median 0.96; at 1.5 KB rows (N = 768) within 1 %.
 pub(crate) const MIN_HALF_ROW_BYTES: i64 = 2 << 10;
+
+/// The shortest row a loop of tiles of 32 bytes or more reads that is worth it: its passes
+/// over a row in the cache end too soon for the hardware prefetchers to bring the next row
+/// meanwhile (fp32 rows of 3 KB and 4 KB, 2 threads, flushed: 15-38 % faster with the
+/// prefetches). At 1 KB (N = 512 in fp16 and bf16, 16-lane tiles), with `prefetchnta`,
+/// launches alternated in one process (M = 4096, 2 threads, caches flushed, medians of
+/// the paired ratios of 150 launches, two runs each; the same kernel against itself:
+/// 0.996-1.030): dx + dwdb 0.86-0.92 of the time without them, the forward 0.96-0.99.
+/// (With `prefetcht1` the half forward at 1 KB had been slower: fp16 33.3-36.5 →
+/// 30.3-35.8 GB/s in lnc-bench.) Shorter rows measured within that harness's noise
+/// there (up to 13 % at N = 256).
+pub(crate) const MIN_WIDE_ROW_BYTES: i64 = 1 << 10;
 
 /// A row index a host loop reads: element `offset + index` of the row (`offset` absent:
 /// 0), where `index` is a value of the host's body.
@@ -125,7 +141,7 @@ pub(crate) fn run(f: &mut Function) {
     let mut keys =
         Keys { position: top.iter().enumerate().map(|(k, &i)| (i, k)).collect(), memo: HashMap::new() };
     let ranges = Ranges::analyze(f);
-    let mut plans: Vec<(Inst, Value, Vec<RowIndex>)> = Vec::new();
+    let mut plans: Vec<(Inst, Value, Vec<RowIndex>, i128)> = Vec::new();
     let mut done = HashSet::new();
     for (k, &s) in top.iter().enumerate() {
         for (row, first) in row_reads(f, s) {
@@ -133,13 +149,21 @@ pub(crate) fn run(f: &mut Function) {
             if !done.insert(key.clone()) || !key.contains(PID) {
                 continue;
             }
-            if let Some((host, indices)) = host_of(f, &ranges, &mut keys, &top[k + 1..], &key, row, first) {
-                plans.push((host, row, indices));
+            if let Some((host, indices, bytes)) =
+                host_of(f, &ranges, &mut keys, &top[k + 1..], &key, row, first)
+            {
+                plans.push((host, row, indices, bytes));
             }
         }
     }
-    for (host, row, indices) in plans {
-        add_prefetches(f, host, row, &indices, &pids);
+    let mut per_host: HashMap<Inst, i128> = HashMap::new();
+    for &(host, _, _, bytes) in &plans {
+        *per_host.entry(host).or_default() += bytes;
+    }
+    for (host, row, indices, _) in plans {
+        if per_host[&host] <= i128::from(MAX_PASS_BYTES) {
+            add_prefetches(f, host, row, &indices, &pids);
+        }
     }
 }
 
@@ -221,9 +245,10 @@ fn innermost(f: &Function, l: Inst) -> bool {
 
 /// The loop among `later` that hosts the prefetches of the row named `key` (first read
 /// through `row`): the first (after a loop's first read; after a `row_load`, the last)
-/// that starts where the first read started and reads the row again, directly or from the scratch buffer a `row_load` of it filled. Returns the row
-/// indices the host reads per iteration, each `(index, offset)`: element `offset + index`
-/// of the row, where `index` is a value of the host's body.
+/// that starts where the first read started and reads the row again, directly or from the
+/// scratch buffer a `row_load` of it filled. Returns the row indices the host reads per
+/// iteration, each `(index, offset)`: element `offset + index` of the row, where `index`
+/// is a value of the host's body; and the most bytes of the row the host covers.
 fn host_of(
     f: &Function,
     ranges: &Ranges,
@@ -232,7 +257,7 @@ fn host_of(
     key: &str,
     row: Value,
     first: First,
-) -> Option<(Inst, Vec<RowIndex>)> {
+) -> Option<(Inst, Vec<RowIndex>, i128)> {
     // The scratch buffers holding the row, with the row offset of their element 0.
     let mut scratch: HashMap<u32, Value> = HashMap::new();
     if let First::Row = first {
@@ -282,26 +307,19 @@ fn host_of(
         }
         let elem = i64::from(row_elem_bytes(f, row)?);
         let (_, max_ub) = ranges.of(f, data.args[1]);
-        // A pass of 32-byte tiles (8 lanes of fp32, computed in 256 bits where the host has
-        // AVX2) runs twice as fast: its 64 KB of prefetches then came too fast for the
-        // row in hand (seed forward at N = 16384, 2 threads, flushed: 7.96 ms without
-        // prefetches, 9.34 with; at 8192 the same either way).
         let wide = data.regions[0].insts.iter().any(|&i| {
             f.insts[i]
                 .results
                 .iter()
                 .any(|&r| matches!(f.ty(r), Ty::Tile(dt, lanes) if dt.size().max(4) * lanes as u32 >= 32))
         });
-        let max_row = if wide { MAX_ROW_BYTES / 2 } else { MAX_ROW_BYTES };
-        // And its passes over a row of 2 KB in the cache end too soon for the hardware
-        // prefetchers to bring the next row meanwhile (fp32 rows of 3 KB and 4 KB, 2
-        // threads, flushed: 15-38 % faster with the prefetches).
         let min_row = match first {
-            First::Loop(_) if wide => MIN_HALF_ROW_BYTES,
+            First::Loop(_) if wide => MIN_WIDE_ROW_BYTES,
             First::Loop(_) => MIN_ROW_BYTES,
             First::Row => MIN_HALF_ROW_BYTES,
         };
-        if !(min_row as i128..=max_row as i128).contains(&max_ub.saturating_mul(elem.into())) {
+        let bytes = max_ub.saturating_mul(elem.into());
+        if !(i128::from(min_row)..=i128::from(MAX_PASS_BYTES)).contains(&bytes) {
             return None;
         }
         // One prefetch per line the iteration covers: the reads at iv + c whose element
@@ -321,7 +339,7 @@ fn host_of(
         if chosen.is_empty() {
             chosen.push(indices[0]);
         }
-        found = Some((s, chosen));
+        found = Some((s, chosen, bytes));
         if matches!(first, First::Loop(_)) {
             break;
         }

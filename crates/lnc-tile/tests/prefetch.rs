@@ -159,10 +159,11 @@ def k(X, Y, N, BLOCK: tl.constexpr):
 }
 
 /// Loops of 32-byte tiles (8 lanes of fp32, computed in 256 bits on hosts with AVX2)
-/// prefetch rows of 2 KB to 32 KB: their passes are too short for the hardware
-/// prefetchers to bring a 2 KB row meanwhile, and 64 KB of prefetches came too fast.
+/// prefetch rows from 1 KB (their passes are too short for the hardware prefetchers to
+/// bring the next row meanwhile), loops of 4-lane tiles from a page; neither more than 64
+/// KB a pass.
 #[test]
-fn eight_lane_tiles_prefetch_rows_of_2_to_32_kb() {
+fn wide_tiles_prefetch_rows_of_1_to_64_kb() {
     let count = |lanes: u8, block: usize| {
         let f = bir(NORM, "k", &format!("*fp32,*fp32,i32,{block}"));
         let l = tile_opts(&f, TileOptions { lanes, ..Default::default() }).unwrap();
@@ -170,10 +171,32 @@ fn eight_lane_tiles_prefetch_rows_of_2_to_32_kb() {
     };
     assert_eq!(count(4, 512), 0);
     assert!(count(8, 512) > 0);
-    assert_eq!(count(8, 256), 0);
+    assert!(count(8, 256) > 0);
+    assert_eq!(count(8, 128), 0);
     assert!(count(4, 16384) > 0);
-    assert_eq!(count(8, 16384), 0);
-    assert!(count(8, 8192) > 0);
+    assert!(count(8, 16384) > 0);
+    assert_eq!(count(8, 32768), 0);
+    assert_eq!(count(4, 32768), 0);
+}
+
+/// The 64 KB a pass may prefetch count all of its rows: the dx kernel's pass prefetches x
+/// and dy, two rows of 32 KB at N = 8192 in fp32, none of 64 KB at 16384.
+#[test]
+fn a_pass_prefetches_at_most_64_kb_of_rows() {
+    let src = seed_source();
+    let count = |block: usize| {
+        let sig =
+            format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,*i32,i32,i32,fp32,64,{block}");
+        let f = bir(&src, "_layer_norm_bwd_dx_fused", &sig);
+        let l = tile_opts(&f, TileOptions { lanes: 8, ..Default::default() }).unwrap();
+        prefetches(&l).len()
+    };
+    assert!(count(8192) > 0);
+    assert_eq!(count(16384), 0);
+    // The forward's one row of 64 KB qualifies.
+    let f = bir(&src, "_layer_norm_fwd_fused", "*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,16384");
+    let l = tile_opts(&f, TileOptions { lanes: 8, ..Default::default() }).unwrap();
+    assert!(!prefetches(&l).is_empty());
 }
 
 #[test]
