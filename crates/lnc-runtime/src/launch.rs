@@ -41,7 +41,8 @@
 //! each program then starts a new stream of rows `G` apart in memory. Measured with
 //! lnc-bench (seed dx + dwdb, 2 threads, caches flushed, M = 4096, chunks of 1, 4 and 16
 //! of that order), the backward took 1.5–1.9× as long at N = 512 and 1024 as with the
-//! ranges above, with the next-row prefetches on or off. Nor in blocks of `B` neighbouring
+//! ranges above, with the next-row prefetches on or off, and also with them aimed at
+//! `pid + G`, the program that runs next in that order (lnc-tile's `prefetch.rs`). Nor in blocks of `B` neighbouring
 //! groups, the block's rows round after round (`g..g + B`, then `g + G..g + G + B`, …,
 //! then the next block), which keeps a block's partial rows in the core's caches while
 //! its rows still come in runs of `B`: with `B` = 8, 16 and 32 (lnc-bench `--reps 10`, two

@@ -56,16 +56,33 @@
 //! same loop as the next program's x and dy, at the same indices, they made the seed
 //! backward slower in three alternated lnc-bench runs (2 threads, caches flushed): N = 768
 //! 0.97-1.08 → 1.25-1.31 ms, 1024 1.29-1.51 → 1.61-1.73, 2048 2.67-2.86 → 2.74-3.15.
+//! With `prefetchnta` (launches alternated in one process, two runs of 60): fp32 dx +
+//! dwdb 1.35-1.50 of the time at N = 512-1024, 1.28-1.29 at 2048; fp16 1.00-1.02 at 512,
+//! 1.13-1.19 at 1024-2048.
 //!
 //! Not prefetched either: the next program's output row, before its stores (an experiment
 //! hosted with the next row of x, at the same indices, seed forward, 2 threads, caches
 //! flushed, two alternated runs): a row the stores would read for ownership anyway, fp16
 //! N = 768 (6 MiB of output, below the streaming threshold) 325-340 → 353-368 µs, 1024
-//! 394-456 → 472-512; fp32 at 768-1024, whose stores stream, 10-20 % slower.
+//! 394-456 → 472-512; fp32 at 768-1024, whose stores stream, 10-20 % slower. With
+//! `prefetchnta` (launches alternated in one process, 60-80 of each; the same kernel
+//! against itself within 1.00-1.11): fp16 1.03-1.14 of the time at N = 512-1024, 0.97 at
+//! 2048; bf16 1.05-1.09; fp32 1.07-1.16; as `prefetchw` (the line fetched for writing)
+//! 1.12-1.42. In the dx kernel (its row of dx) 0.92-0.94 at N = 512 and in fp16 at 1024,
+//! but 1.25 in fp32 at 1024.
 //!
 //! Nor two programs ahead (`pid + 2`, the same spread): seed forward, caches flushed, 2
 //! threads, alternated launches in one process, the machine in its fast memory state: fp16
-//! N = 1000 357 → 391 µs, 1024 336 → 355, 2048 569 → 536; fp32 N = 1024 478 → 457.
+//! N = 1000 357 → 391 µs, 1024 336 → 355, 2048 569 → 536; fp32 N = 1024 478 → 457. With
+//! `prefetchnta`, medians of paired ratios of 40-60 launches: fp32 forward 0.98-1.03 at
+//! N = 512-4096, dx + dwdb 1.07-1.17; fp16 forward 1.03-1.07 at 768-1024 and 4096, 0.96
+//! at 2048.
+//!
+//! Nor by group, with the prefetches aimed at the right row: runtime workers running a
+//! group's rows one after the other (`g`, `g + G`, …, whose partial rows then stay in the
+//! first-level cache, lnc-runtime's `launch.rs`) and prefetching `pid + G` instead: the
+//! seed dx + dwdb at M = 4096 took 1.13-1.70 ms against 0.76-1.26 at N = 512-1024 (lnc-bench,
+//! two runs each, with `prefetcht1`; the same with the prefetches of `pid + 1`).
 //!
 //! A prefetch is only a hint: it never faults (the row after the grid's last is prefetched
 //! too) and changes no value, so none of this changes what a program computes.
