@@ -28,7 +28,10 @@
 //! elementwise `x * 1.5 + x * x` in `fp16` (2²⁰ elements, one thread): 2.45 ms with
 //! integer rounding, 0.70 ms; 0.31 ms once a result that only stores use is left unrounded
 //! (each store rounds what it stores, and rounding twice to nearest even gives the bits of
-//! rounding once; `half::only_stored`). Nothing else uses those 8 bytes: they lie past
+//! rounding once; `half::only_stored`). Scalar code converts through the same 8 bytes:
+//! a scalar `fp16` element is stored there and widened as lane 0 ([`widen_1`]), an `f32`
+//! scalar rounded as a splat ([`bits_1`], [`round_1`]), outside the loops computed in wide
+//! parts. Nothing else uses those 8 bytes: they lie past
 //! every scratch buffer (the compiled kernel asks the runtime for 16 more bytes), and a
 //! worker runs its programs one after another in its own area.
 //!
@@ -156,19 +159,54 @@ pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
     widen_4(fx, at, disp)
 }
 
+/// The `f32` value of the `fp16` bits `h` (an `i32`, upper bits zero), for scalar code:
+/// stored as 8 bytes into the program's scratch area and widened from there, lane 0. The
+/// load reads the bytes the store wrote, so the store forwards to it; converted with
+/// integer code, a scalar took about a dozen Cranelift instructions. (Cranelift's alias
+/// analysis never gives the marked `uload16x4` the stored `i64`: their types differ.)
+pub(crate) fn widen_1(fx: &mut FunctionCx, h: Value) -> Value {
+    let (at, disp) = round_slot(fx);
+    let h = fx.bcx.ins().uextend(types::I64, h);
+    fx.bcx.ins().store(crate::base::data_flags(), h, at, disp);
+    let v = widen_4(fx, at, disp);
+    fx.bcx.ins().extractlane(v, 0)
+}
+
+/// The `fp16` bits (nearest even) of the `f32` scalar `x`, in the low 16 bits of an `i32`:
+/// rounded into the scratch area as [`bits_4`] rounds a tile, lane 0 read back. About
+/// two dozen Cranelift instructions with integer code.
+pub(crate) fn bits_1(fx: &mut FunctionCx, x: Value) -> Value {
+    let v = fx.bcx.ins().splat(types::F32X4, x);
+    let (at, disp) = rounded_into_scratch(fx, v);
+    fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp)
+}
+
+/// The `f32` scalar `x` rounded to `fp16`, as `f32` ([`round_4`] of it, lane 0).
+pub(crate) fn round_1(fx: &mut FunctionCx, x: Value) -> Value {
+    let v = fx.bcx.ins().splat(types::F32X4, x);
+    let r = round_4(fx, v);
+    fx.bcx.ins().extractlane(r, 0)
+}
+
 /// Stores the lanes of `v` rounded to `fp16` into the program's scratch area, after its
 /// buffers ([`crate::base::f16c_round_offset`]); returns where.
 fn rounded_into_scratch(fx: &mut FunctionCx, v: Value) -> (Value, i32) {
+    let (at, disp) = round_slot(fx);
+    narrow_4(fx, v, at, disp);
+    (at, disp)
+}
+
+/// Where conversions go through memory: the 8 bytes after the program's scratch buffers
+/// ([`crate::base::f16c_round_offset`]), as a base and a displacement.
+fn round_slot(fx: &mut FunctionCx) -> (Value, i32) {
     fx.f16c_rounds = true;
     // The offset in the instructions' displacement: `area + offset` as a value of its own
     // would be rematerialized by Cranelift at every use.
     let offset = crate::base::f16c_round_offset(fx.f);
-    let (at, disp) = match i32::try_from(offset) {
+    match i32::try_from(offset) {
         Ok(disp) => (crate::memory::scratch_area(fx), disp),
         Err(_) => (crate::memory::scratch_at(fx, offset), 0),
-    };
-    narrow_4(fx, v, at, disp);
-    (at, disp)
+    }
 }
 
 /// Rewrites the marked loads and stores of `code` (trap records `traps`) in place into
