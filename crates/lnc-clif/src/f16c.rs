@@ -30,7 +30,7 @@
 //! (each store rounds what it stores, and rounding twice to nearest even gives the bits of
 //! rounding once; `half::only_stored`). Scalar code converts through the same 8 bytes:
 //! a scalar `fp16` element is stored there and widened as lane 0 ([`widen_1`]), an `f32`
-//! scalar rounded as a splat ([`bits_1`], [`round_1`]), outside the loops computed in wide
+//! scalar rounded in lane 0 ([`bits_1`], [`round_1`]), outside the loops computed in wide
 //! parts. Nothing else uses those 8 bytes: they lie past
 //! every scratch buffer (the compiled kernel asks the runtime for 16 more bytes), and a
 //! worker runs its programs one after another in its own area.
@@ -162,8 +162,10 @@ pub(crate) fn round_4(fx: &mut FunctionCx, v: Value) -> Value {
 /// The `f32` value of the `fp16` bits `h` (an `i32`, upper bits zero), for scalar code:
 /// stored as 8 bytes into the program's scratch area and widened from there, lane 0. The
 /// load reads the bytes the store wrote, so the store forwards to it; converted with
-/// integer code, a scalar took about a dozen Cranelift instructions. (Cranelift's alias
-/// analysis never gives the marked `uload16x4` the stored `i64`: their types differ.)
+/// integer code, a scalar took about a dozen Cranelift instructions. Cranelift's alias
+/// analysis never gives the marked `uload16x4` the stored `i64` (their types and opcodes
+/// differ), and never drops the store as dead: a load with a trap code reads every store
+/// before it.
 pub(crate) fn widen_1(fx: &mut FunctionCx, h: Value) -> Value {
     let (at, disp) = round_slot(fx);
     let h = fx.bcx.ins().uextend(types::I64, h);
@@ -176,16 +178,28 @@ pub(crate) fn widen_1(fx: &mut FunctionCx, h: Value) -> Value {
 /// rounded into the scratch area as [`bits_4`] rounds a tile, lane 0 read back. About
 /// two dozen Cranelift instructions with integer code.
 pub(crate) fn bits_1(fx: &mut FunctionCx, x: Value) -> Value {
-    let v = fx.bcx.ins().splat(types::F32X4, x);
+    let v = lane0(fx, x);
     let (at, disp) = rounded_into_scratch(fx, v);
     fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp)
 }
 
-/// The `f32` scalar `x` rounded to `fp16`, as `f32` ([`round_4`] of it, lane 0).
-pub(crate) fn round_1(fx: &mut FunctionCx, x: Value) -> Value {
-    let v = fx.bcx.ins().splat(types::F32X4, x);
-    let r = round_4(fx, v);
-    fx.bcx.ins().extractlane(r, 0)
+/// The `f32` scalar `x` rounded to `fp16`, as `f32` ([`round_4`] of it, lane 0), and its
+/// `fp16` bits, read back from the slot between the two conversions for a later store
+/// (a load Cranelift drops when nothing uses it).
+pub(crate) fn round_1(fx: &mut FunctionCx, x: Value) -> (Value, Value) {
+    let v = lane0(fx, x);
+    let (at, disp) = rounded_into_scratch(fx, v);
+    let bits = fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp);
+    let r = widen_4(fx, at, disp);
+    (fx.bcx.ins().extractlane(r, 0), bits)
+}
+
+/// `x` in lane 0 of an `f32x4`, the other lanes zero (only lane 0 is read back). Not a
+/// `splat`: Cranelift's egraph merges it with a wide loop's broadcast of the same scalar
+/// (`wide::parts`), which then sits outside the loop's code, where module `widen` cannot
+/// prove it wide, and the kernel is refused into its second compile.
+fn lane0(fx: &mut FunctionCx, x: Value) -> Value {
+    fx.bcx.ins().scalar_to_vector(types::F32X4, x)
 }
 
 /// Stores the lanes of `v` rounded to `fp16` into the program's scratch area, after its

@@ -313,7 +313,9 @@ pub(crate) fn round_value(fx: &mut FunctionCx, d: DType, x: Value) -> Value {
         return if fx.only_stored { x } else { crate::f16c::round_4(fx, x) };
     }
     if scalar_f16c(fx, d, x) {
-        return crate::f16c::round_1(fx, x);
+        let (r, bits) = crate::f16c::round_1(fx, x);
+        fx.half_bits.insert((r, d), bits);
+        return r;
     }
     let bits = f32_to_bits(&mut fx.bcx, d, x);
     let r = bits_to_f32(&mut fx.bcx, d, bits);
