@@ -69,7 +69,9 @@
 //! against itself within 1.00-1.11): fp16 1.03-1.14 of the time at N = 512-1024, 0.97 at
 //! 2048; bf16 1.05-1.09; fp32 1.07-1.16; as `prefetchw` (the line fetched for writing)
 //! 1.12-1.42. In the dx kernel (its row of dx) 0.92-0.94 at N = 512 and in fp16 at 1024,
-//! but 1.25 in fp32 at 1024.
+//! but 1.25 in fp32 at 1024. Nor the program's own output row, prefetched by its first
+//! pass so that the stores of its last find their lines (`prefetchnta`, or `prefetchw`):
+//! fp16 forward 1.03-1.36 of the time at N = 512-2048, fp32 1.03-1.23 at 512-1024.
 //!
 //! Nor two programs ahead (`pid + 2`, the same spread): seed forward, caches flushed, 2
 //! threads, alternated launches in one process, the machine in its fast memory state: fp16
