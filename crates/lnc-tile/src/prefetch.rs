@@ -58,7 +58,9 @@
 //! 0.97-1.08 → 1.25-1.31 ms, 1024 1.29-1.51 → 1.61-1.73, 2048 2.67-2.86 → 2.74-3.15.
 //! With `prefetchnta` (launches alternated in one process, two runs of 60): fp32 dx +
 //! dwdb 1.35-1.50 of the time at N = 512-1024, 1.28-1.29 at 2048; fp16 1.00-1.02 at 512,
-//! 1.13-1.19 at 1024-2048.
+//! 1.13-1.19 at 1024-2048. The program's own partial rows, prefetched by its first pass
+//! so that they are in the cache when the lock is taken: 0.97-1.07 (`prefetchnta`) and
+//! 0.94-1.06 (`prefetcht0`), within the noise at N ≤ 1024 and slower from 2048 up.
 //!
 //! Not prefetched either: the next program's output row, before its stores (an experiment
 //! hosted with the next row of x, at the same indices, seed forward, 2 threads, caches
