@@ -41,7 +41,10 @@
 //!   after it, N = 1024 0.83-0.84 → 0.76-0.78 ms, 4096 3.32-3.39 → 3.10-3.22 ms, 8192
 //!   7.05-7.13 → 6.50-6.69 ms, 16384 within the noise; bf16 rows (read by a `row_load`)
 //!   hosted by the mean pass instead, 1024 10 % faster but 4096 and 16384 about 4 %
-//!   slower, so those keep the last pass.
+//!   slower, so those keep the last pass. With `prefetchnta`, the last pass hosting a
+//!   loop's row again (launches alternated in one process, 40-60 each): fp32 forward
+//!   1.00-1.12 of the time at N = 1024-8192, fp16 1.01-1.19 at 768-4096, dx + dwdb within
+//!   1 %.
 //! - the host's upper bound (interval analysis, [`lnc_lir::ranges`]) is at most a
 //!   constant, and the row it covers at least [`MIN_ROW_BYTES`], a page, or
 //!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads, or [`MIN_WIDE_ROW_BYTES`] for
