@@ -185,7 +185,7 @@ pub(crate) fn run(f: &mut Function) {
         *per_host.entry(host).or_default() += bytes;
     }
     for (host, row, indices, _) in plans {
-        if per_host[&host] <= i128::from(MAX_PASS_BYTES) {
+        if per_host.get(&host).is_some_and(|&b| b <= i128::from(MAX_PASS_BYTES)) {
             add_prefetches(f, host, row, &indices, &pids);
         }
     }
