@@ -178,20 +178,23 @@ pub(crate) fn widen_1(fx: &mut FunctionCx, h: Value) -> Value {
 /// rounded into the scratch area as [`bits_4`] rounds a tile, lane 0 read back. About
 /// two dozen Cranelift instructions with integer code.
 pub(crate) fn bits_1(fx: &mut FunctionCx, x: Value) -> Value {
-    let v = lane0(fx, x);
-    let (at, disp) = rounded_into_scratch(fx, v);
-    fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp)
+    bits_in_slot(fx, x).0
 }
 
 /// The `f32` scalar `x` rounded to `fp16`, as `f32` ([`round_4`] of it, lane 0), and its
 /// `fp16` bits, read back from the slot between the two conversions for a later store
 /// (a load Cranelift drops when nothing uses it).
 pub(crate) fn round_1(fx: &mut FunctionCx, x: Value) -> (Value, Value) {
-    let v = lane0(fx, x);
-    let (at, disp) = rounded_into_scratch(fx, v);
-    let bits = fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp);
+    let (bits, at, disp) = bits_in_slot(fx, x);
     let r = widen_4(fx, at, disp);
     (fx.bcx.ins().extractlane(r, 0), bits)
+}
+
+/// [`bits_1`], and where the rounded lanes are.
+fn bits_in_slot(fx: &mut FunctionCx, x: Value) -> (Value, Value, i32) {
+    let v = lane0(fx, x);
+    let (at, disp) = rounded_into_scratch(fx, v);
+    (fx.bcx.ins().uload16(types::I32, crate::base::data_flags(), at, disp), at, disp)
 }
 
 /// `x` in lane 0 of an `f32x4`, the other lanes zero (only lane 0 is read back). Not a

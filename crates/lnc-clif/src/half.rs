@@ -360,7 +360,12 @@ fn bits_of(fx: &mut FunctionCx, d: DType, v: Value) -> Value {
 /// launches) dx + dwdb at N = 1000, 1023 and 2052, whose scalar tails run, 0.82-0.95 of
 /// the time, the forward within 2 %.
 fn scalar_f16c(fx: &FunctionCx, d: DType, x: Value) -> bool {
-    d == DType::F16 && fx.f16c && !fx.in_wide && fx.bcx.func.dfg.value_type(x) == types::F32
+    f16c_scalars(fx, d) && fx.bcx.func.dfg.value_type(x) == types::F32
+}
+
+/// Whether scalars of `d` convert with F16C here (see [`scalar_f16c`]).
+fn f16c_scalars(fx: &FunctionCx, d: DType) -> bool {
+    d == DType::F16 && fx.f16c && !fx.in_wide
 }
 
 /// The `f32` value one ulp from `r` (bits `rb`) toward `x`, when `r` is an inexact, even
@@ -470,7 +475,7 @@ pub(crate) fn widen_bits(fx: &mut FunctionCx, d: DType, h: Value) -> Value {
 /// quiets a NaN always; where the integer code would not (`half_quiet` false), only float
 /// arithmetic consumes the value, which quiets it to the same bits.
 fn widen_i32(fx: &mut FunctionCx, d: DType, h: Value) -> Value {
-    if d == DType::F16 && fx.f16c && !fx.in_wide {
+    if f16c_scalars(fx, d) {
         return crate::f16c::widen_1(fx, h);
     }
     convert(&mut fx.bcx, d, h, fx.half_quiet)
