@@ -160,6 +160,35 @@ fn the_half_seed_kernels_run_in_512_bit_loops_where_the_host_has_avx512() {
     assert!(!asm[0].text.contains("512-bit"));
 }
 
+#[test]
+fn reductions_leave_wide_loops_in_registers() {
+    // Each of the forward's two reductions takes the lanes past the first four out of its
+    // loop's result: one `vextractf128` in 256 bits, three `vextractf32x4` in 512.
+    let cases = [
+        (8, "fp32", "vextractf128", 2),
+        (16, "fp16", if lnc::computes_zmm() { "vextractf32x4" } else { "vextractf128" }, 6),
+        (16, "bf16", if lnc::computes_zmm() { "vextractf32x4" } else { "vextractf128" }, 6),
+    ];
+    for (lanes, dtype, mnemonic, count) in cases {
+        let module = module_of(lanes, true, u64::MAX);
+        let sig = format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,1024", t = dtype);
+        for checked in [true, false] {
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Mc], checked, ..Default::default() };
+            let mc = module.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"));
+            let text = &mc[0].text;
+            assert!(!text.contains("refused"), "{dtype} checked {checked}: {text}");
+            let found = text.lines().filter(|l| l.contains(mnemonic)).count();
+            // Without AVX-512, 16-lane tiles run in two 256-bit parts.
+            if lnc::computes_zmm() || lanes == 8 {
+                assert_eq!(found, count, "{dtype} checked {checked}: {mnemonic}");
+            } else {
+                assert!(found >= 2, "{dtype} checked {checked}: {mnemonic}");
+            }
+            assert!(!text.contains("vroundps"), "{dtype} checked {checked}: a placeholder left");
+        }
+    }
+}
+
 /// The dx kernel then the dwdb kernel; the bits of dx, the partial and the final dw, db.
 fn backward<T: Float>(
     module: &lnc::Module,

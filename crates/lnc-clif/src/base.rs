@@ -114,6 +114,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) wide_stores: u32,
     /// Tiles moved into or out of wide loops so far (`wide::staging_offset`).
     pub(crate) wide_transfers: u32,
+    /// Lane groups taken out of wide parts by a register instruction (`wide::leave`).
+    pub(crate) wide_extracts: u32,
     /// The broadcasts of the constants of the wide loop being emitted
     /// (`wide::broadcast_constants`).
     pub(crate) wide_consts: HashMap<lir::Value, Value>,
@@ -167,7 +169,7 @@ pub(crate) fn codegen_fn(
     func: &mut ir::Function,
     f: &lir::Function,
     opts: &CodegenOptions,
-) -> Result<(usize, u32), CodegenError> {
+) -> Result<(usize, u32, u32), CodegenError> {
     let mut func_ctx = FunctionBuilderContext::new();
     let mut bcx = FunctionBuilder::new(func, &mut func_ctx);
     let entry = bcx.create_block();
@@ -237,6 +239,7 @@ pub(crate) fn codegen_fn(
         wide_emitted: 0,
         wide_stores: 0,
         wide_transfers: 0,
+        wide_extracts: 0,
         wide_consts: HashMap::new(),
         bcast_in_loop: opts.bcast_in_loop,
         wide_scalars: HashMap::new(),
@@ -282,7 +285,7 @@ pub(crate) fn codegen_fn(
     } else {
         f.scratch_bytes() as usize
     };
-    Ok((scratch, fx.wide_stores))
+    Ok((scratch, fx.wide_stores, fx.wide_extracts))
 }
 
 /// Starts the loop over the call's programs: loads the first pid and jumps to `program`,

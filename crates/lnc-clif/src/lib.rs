@@ -342,6 +342,8 @@ struct Translated {
     scratch_bytes: usize,
     /// Marked stores of wide parts emitted (module `wide`).
     wide_stores: u32,
+    /// Lane groups taken out of wide parts (`wide::leave`).
+    wide_extracts: u32,
 }
 
 fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated, CodegenError> {
@@ -356,7 +358,7 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let (scratch_bytes, wide_stores) = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
+    let (scratch_bytes, wide_stores, wide_extracts) = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
     if opts.verify
         && let Err(errors) = cranelift_codegen::verify_function(&ctx.func, module.isa().flags())
     {
@@ -364,7 +366,7 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
             &ctx.func, None, errors,
         )));
     }
-    Ok(Translated { module, id, ctx, scratch_bytes, wide_stores })
+    Ok(Translated { module, id, ctx, scratch_bytes, wide_stores, wide_extracts })
 }
 
 /// Compiles `f` for the host.
@@ -374,7 +376,8 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     {
         return compile(f, &CodegenOptions { zmm: false, ..*opts });
     }
-    let Translated { mut module, id, mut ctx, scratch_bytes, wide_stores } = translate(f, opts)?;
+    let Translated { mut module, id, mut ctx, scratch_bytes, wide_stores, wide_extracts } =
+        translate(f, opts)?;
     let clif = opts.emit_text.then(|| ctx.func.display().to_string());
     ctx.set_disasm(opts.emit_text);
     // Compiled here rather than by `define_function` so that the marked stores can be
@@ -397,6 +400,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         }
     }
     let spans: Vec<(usize, usize)> = spans.into_values().collect();
+    // The instructions taking lane groups out of wide parts, each its own range.
+    let extracts: Vec<(usize, usize)> = compiled
+        .buffer
+        .get_srclocs_sorted()
+        .iter()
+        .filter(|s| s.loc.bits() == wide::EXTRACT_SRCLOC)
+        .map(|s| (s.start as usize, s.end as usize))
+        .collect();
     let mut relocs: Vec<_> = compiled
         .buffer
         .relocs()
@@ -405,7 +416,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         .collect();
     let zmm = opts.wide_per() == wide::ZMM_PER;
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
-    let ymm = match widen::patch(&mut code, compiled.buffer.traps(), &spans, wide_stores, zmm, &mut offsets) {
+    let ymm = match widen::patch(
+        &mut code,
+        compiled.buffer.traps(),
+        (&spans, &extracts),
+        (wide_stores, wide_extracts),
+        zmm,
+        &mut offsets,
+    ) {
         Ok(n) => n,
         // Code without wide loops has nothing to refuse.
         Err(why) if !opts.wide => {

@@ -20,11 +20,12 @@
 //! to twice their memory. Lane-wise register instructions are widened inside the loop's
 //! code, found by the source location every instruction of the loop carries ([`srcloc`]).
 //!
-//! Values cross the loop's boundary through the program's scratch area (bytes of its
+//! Values enter the loop through the program's scratch area (bytes of its
 //! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each
 //! constant the loop uses, as a broadcast of the scalar stored there ([`enter_splat`],
-//! [`broadcast_constants`]); a result as one marked store and its lanes past the first
-//! four loaded back, those four being the wide part itself ([`leave`]).
+//! [`broadcast_constants`]). A result leaves in registers: its first four lanes are the
+//! wide part itself, the others are taken out of it by placeholders that module `widen`
+//! makes `vextractf128` or `vextractf32x4` ([`leave`]).
 //!
 //! In 512-bit loops ([`ZMM_PER`]: 16-lane parts, module `evex`) a tile rounded to `bf16`
 //! qualifies too when only stores use it: the store rounds it with integer code and a
@@ -385,13 +386,11 @@ fn widen_bf16(fx: &mut FunctionCx, at: Value, disp: i32) -> Value {
     fx.bcx.ins().bitcast(PART, crate::value::bitcast_flags(), bits)
 }
 
-/// Where the program's scratch area holds the bytes of one wide part (32 or 64) through
-/// which one tile enters or leaves a wide loop: after the buffers and the `fp16`
-/// rounding bytes (`base::f16c_round_offset`), [`staging_bytes`] for each such transfer. A stack slot would not
-/// do: Cranelift addresses it from the stack pointer, and such accesses keep no trap
-/// code. Nor would 32 bytes for all: Cranelift drops a store that a later one overwrites
-/// unread (the unused high half of a loop's result), and a dropped marked store cannot be
-/// told from one it should not have dropped.
+/// Where the program's scratch area holds the bytes (32 or 64, a wide part's) through
+/// which one scalar enters a wide loop, broadcast from there: after the buffers and the
+/// `fp16` rounding bytes (`base::f16c_round_offset`), [`staging_bytes`] for each such
+/// transfer. A stack slot would not do: Cranelift addresses it from the stack pointer,
+/// and such accesses keep no trap code.
 pub(crate) fn staging_offset(f: &lir::Function) -> i64 {
     crate::base::f16c_round_offset(f) + 16
 }
@@ -452,24 +451,48 @@ fn broadcast_at(fx: &mut FunctionCx, at: Value) -> Value {
     fx.bcx.ins().splat(PART, x)
 }
 
-/// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with.
+/// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with: each
+/// wide part is its own lanes 0-3, and [`extract`] takes out the others. Through memory
+/// instead (one 32- or 64-byte store, 16-byte loads of it) the loads wait for the store
+/// to reach the cache: it forwarded to none of them here (Zen 5). With the extractions,
+/// the seed forward took, per row in the cache (one thread, `lnc bench`), in `fp16` 35
+/// instead of 51-55 ns at N = 128 and 118-121 instead of 127 at 1024; with the caches
+/// flushed (2 threads, 120 alternated launches of each), 0.95-0.97 of the time in `fp16`
+/// and `bf16` at N = 768-1024.
 pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> {
     let per = fx.wide_per;
     if !wide_tile(ty, per) {
         return parts.to_vec();
     }
     let mut out = Vec::with_capacity(parts.len() * usize::from(per / 4));
+    let srcloc = fx.bcx.srcloc();
+    fx.bcx.set_srcloc(cranelift_codegen::ir::SourceLoc::new(EXTRACT_SRCLOC));
     for &w in parts {
-        let at = slot_address(fx);
-        fx.bcx.ins().store(marked(STORE_MARK), w, at, 0);
-        fx.wide_stores += 1;
         out.push(w);
-        for k in 1..i32::from(per / 4) {
-            out.push(fx.bcx.ins().load(PART, data_flags(), at, 16 * k));
+        for k in 1..per / 4 {
+            out.push(extract(fx, w, k));
         }
     }
+    fx.bcx.set_srcloc(srcloc);
     out
 }
+
+/// Lanes `4k..4k+4` of the wide part `w`, as an `f32x4`: emitted as a rounding of `w`
+/// (`vroundps xmm, xmm, k`: `floor`, `ceil` and `trunc` round by the modes 1, 2 and 3),
+/// with source location [`EXTRACT_SRCLOC`], which module `widen` makes `vextractf128` or
+/// `vextractf32x4` of lane group `k` once it has proved the source register wide. Three
+/// distinct operations, so that Cranelift merges no two of them.
+fn extract(fx: &mut FunctionCx, w: Value, k: u8) -> Value {
+    fx.wide_extracts += 1;
+    match k {
+        1 => fx.bcx.ins().floor(w),
+        2 => fx.bcx.ins().ceil(w),
+        _ => fx.bcx.ins().trunc(w),
+    }
+}
+
+/// The source location of the instructions [`extract`] emits.
+pub(crate) const EXTRACT_SRCLOC: u32 = 0x5745_0000;
 
 /// The wide parts of operand `v` of a wide loop's instruction: its own, or a scalar's
 /// broadcast.

@@ -18,10 +18,14 @@
 //!   between vector registers that Cranelift's register allocator inserts, which it
 //!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register,
 //!   in place where a VEX move has the same length, else with the function encoded again
-//!   as module `evex` does, everything after the longer move moved).
+//!   as module `evex` does, everything after the longer move moved);
+//! - the placeholders of module `wide`'s lane-group extractions (their source location,
+//!   `wide::EXTRACT_SRCLOC`): `vroundps xmm, xmm, k` becomes `vextractf128` (in place, the
+//!   same length) or `vextractf32x4` of lane group `k`.
 //!
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
-//! every marked store writes a register whose high half holds the high lanes: a register
+//! every marked store writes, and every extraction reads, a register whose high half holds
+//! the high lanes: a register
 //! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction or
 //! move whose register sources are all wide, and after a zeroing `vxorps x, y, y` (inside
 //! a wide loop's code or not: a VEX instruction zeroes the bits above its width); any
@@ -116,6 +120,9 @@ const LEGACY_MOVES: &[Mnemonic] = &[
     Mnemonic::Movdqu,
 ];
 
+/// A range of code offsets, start included, end not.
+pub(crate) type Range = (usize, usize);
+
 /// Why the wide loops of a function could not be widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Unproven(pub(crate) String);
@@ -134,6 +141,10 @@ enum Kind {
     /// A move without VEX between two vector registers ([`LEGACY_MOVES`]), encoded again
     /// as the move of the whole register: wide when its source is.
     Move,
+    /// The placeholder `vroundps xmm, xmm, k` of module `wide`'s `extract`, made the
+    /// extraction of lane group `k` (`vextractf128`, `vextractf32x4`): reads a register
+    /// that must be wide, writes an `xmm` one.
+    Extract,
     /// Left as it is.
     Other,
 }
@@ -147,14 +158,15 @@ struct Decoded {
 }
 
 /// Widens the wide loops of `code` (trap records `traps`; `spans`: the code ranges of
-/// wide loops; `emitted`: the marked stores code generation emitted) to 256 bits, or to
-/// 512 when `zmm` (module `evex`: the code is encoded again, and `relocs`, the offsets of
-/// its relocations, move with it). Returns the number of instructions widened.
+/// wide loops, and those of the placeholders of lane-group extractions; `emitted`: the
+/// marked stores and the extractions code generation emitted) to 256 bits, or to 512 when
+/// `zmm` (module `evex`: the code is encoded again, and `relocs`, the offsets of its
+/// relocations, move with it). Returns the number of instructions widened.
 pub(crate) fn patch(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
-    spans: &[(usize, usize)],
-    emitted: u32,
+    (spans, extracts): (&[Range], &[Range]),
+    (emitted, extracts_emitted): (u32, u32),
     zmm: bool,
     relocs: &mut [u32],
 ) -> Result<u32, Unproven> {
@@ -190,10 +202,25 @@ pub(crate) fn patch(
     if stores > emitted as usize {
         return Err(Unproven(format!("{emitted} wide stores emitted, {stores} found")));
     }
-    if marks.is_empty() {
+    if marks.is_empty() && extracts.is_empty() {
         return Ok(0);
     }
     let (mut insts, index) = decode(code)?;
+    // Every rounding of an extraction's source location is its placeholder: one left as it
+    // is would round lanes instead of taking them out. (The register allocator's moves and
+    // reloads there have it too.)
+    let mut found = 0;
+    let rounds = |d: &Decoded| matches!(d.ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps);
+    for d in insts.iter_mut().filter(|d| rounds(d) && extracts.iter().any(|&(s, e)| (s..e).contains(&d.at))) {
+        extract_group(&d.ins, zmm).ok_or_else(|| {
+            Unproven(format!("the lane-group extraction at {:#x} is {:?}", d.at, d.ins.code()))
+        })?;
+        d.kind = Kind::Extract;
+        found += 1;
+    }
+    if found > extracts_emitted {
+        return Err(Unproven(format!("{extracts_emitted} lane-group extractions emitted, {found} found")));
+    }
     // The half stores of 512-bit code, each rewritten into a sequence through `ymm16`;
     // all but `fp16`'s cached one exist only there.
     let mut halves = std::collections::HashMap::new();
@@ -251,6 +278,7 @@ pub(crate) fn patch(
                         crate::evex::convert_bf16(&d.ins, m == BF16_CVT_STREAM_MARK)?
                     }
                     Some(&m) => crate::evex::store_bf16(&d.ins, m == BF16_STREAM_MARK)?,
+                    None if d.kind == Kind::Extract => vec![extraction(&d.ins, true)?],
                     None => crate::evex::to_zmm(&d.ins).into_iter().collect(),
                 },
             });
@@ -266,6 +294,7 @@ pub(crate) fn patch(
             widened.push(match d.kind {
                 Kind::Other => Vec::new(),
                 Kind::Move => vec![ymm_move(&d.ins)?],
+                Kind::Extract => vec![extraction(&d.ins, false)?],
                 _ => {
                     let mut bytes = code[d.at..d.at + d.ins.len()].to_vec();
                     flip(&mut bytes, 0);
@@ -283,6 +312,13 @@ pub(crate) fn patch(
                 let bytes = vex_move(&d.ins).ok_or_else(|| {
                     Unproven(format!("the move at {:#x} has no VEX form of its length", d.at))
                 })?;
+                code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
+            }
+            Kind::Extract => {
+                let bytes =
+                    encode_in_place(&extraction(&d.ins, false)?)
+                        .filter(|b| b.len() == d.ins.len())
+                        .ok_or_else(|| Unproven(format!("the extraction at {:#x} changes length", d.at)))?;
                 code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
             }
             _ => flip(code, d.at),
@@ -468,11 +504,60 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     Kind::Other
 }
 
-/// Whether every marked store of `insts` writes a register computed wide on every path
-/// (in 512 bits when `zmm`, for the message).
+/// The lane group `k` (1 to 3 in 512 bits, 1 in 256) that the placeholder `ins` of an
+/// extraction takes out: its rounding mode, when it is `vroundps xmm, xmm, imm`.
+fn extract_group(ins: &Instruction, zmm: bool) -> Option<u32> {
+    let form = ins.code() == iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8
+        && ins.op0_kind() == OpKind::Register
+        && ins.op1_kind() == OpKind::Register;
+    let k = u32::from(ins.immediate8()) & 3;
+    (form && k >= 1 && k <= if zmm { 3 } else { 1 }).then_some(k)
+}
+
+/// The extraction the placeholder `ins` stands for: `vextractf32x4 xmm, zmm, k` when
+/// `zmm`, else `vextractf128 xmm, ymm, 1`.
+fn extraction(ins: &Instruction, zmm: bool) -> Result<Instruction, Unproven> {
+    let fail = || Unproven(format!("the lane-group extraction at {:#x} is {:?}", ins.ip(), ins.code()));
+    let k = extract_group(ins, zmm).ok_or_else(fail)?;
+    let (dst, src) = (ins.op_register(0), ins.op_register(1).number());
+    let wide = |base: Register| Register::try_from(base as usize + src).map_err(|_| fail());
+    let made = if zmm {
+        Instruction::with3(
+            iced_x86::Code::EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8,
+            dst,
+            wide(Register::ZMM0)?,
+            k,
+        )
+    } else {
+        Instruction::with3(iced_x86::Code::VEX_Vextractf128_xmmm128_ymm_imm8, dst, wide(Register::YMM0)?, k)
+    };
+    let mut made = made.map_err(|_| fail())?;
+    made.set_ip(ins.ip());
+    Ok(made)
+}
+
+/// The bytes of `ins` encoded at its own address.
+fn encode_in_place(ins: &Instruction) -> Option<Vec<u8>> {
+    let mut enc = iced_x86::Encoder::new(64);
+    enc.encode(ins, ins.ip()).ok()?;
+    Some(enc.take_buffer())
+}
+
+/// Whether every marked store and every extraction of `insts` reads a register computed
+/// wide on every path (in 512 bits when `zmm`, for the message).
 fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
     let states = analyze(insts);
     for (d, &state) in insts.iter().zip(&states) {
+        if d.kind == Kind::Extract {
+            let reg = d.ins.op_register(1);
+            if state & bit(reg) == 0 {
+                return Err(Unproven(format!(
+                    "the extraction at {:#x} reads {reg:?}, not computed in {} bits on every path",
+                    d.at,
+                    if zmm { 512 } else { 256 }
+                )));
+            }
+        }
         if d.kind == Kind::Store {
             let reg = (0..d.ins.op_count())
                 .find(|&k| d.ins.op_kind(k) == OpKind::Register)
@@ -709,7 +794,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut []);
+        let r = patch(&mut code, &traps, (&spans, &[]), (emitted, 0), zmm, &mut []);
         (code, r)
     }
 
@@ -770,7 +855,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = vec![(0, code.len())];
-        assert_eq!(patch(&mut code, &traps, &spans, 1, true, &mut []), Ok(3));
+        assert_eq!(patch(&mut code, &traps, (&spans, &[]), (1, 0), true, &mut []), Ok(3));
         let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
         let got: Vec<String> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
             .take(4)
@@ -788,7 +873,143 @@ mod tests {
         // Refused the same way as in 256 bits: a store of an unmarked load.
         let mut code = [LOAD, ADD, STORE, RET].concat();
         let traps = [MachTrap { offset: 8, code: TrapCode::user(STORE_MARK).expect("nonzero") }];
-        assert!(patch(&mut code, &traps, &[(0, 13)], 1, true, &mut []).is_err());
+        assert!(patch(&mut code, &traps, (&[(0, 13)], &[]), (1, 0), true, &mut []).is_err());
+    }
+
+    /// `vroundps dst, src, imm` (register form), the placeholder of an extraction.
+    fn round(dst: Register, src: Register, imm: u32) -> Vec<u8> {
+        let ins = Instruction::with3(iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8, dst, src, imm)
+            .expect("a valid vroundps");
+        encode_in_place(&ins).expect("encodable")
+    }
+
+    /// `patch` of the concatenation of `pieces` (bytes, mark, whether it has the source
+    /// location of an extraction), all inside one wide loop's span; `extracts`: the
+    /// extractions code generation emitted.
+    fn run_extracts(
+        pieces: &[(&[u8], Option<u8>, bool)],
+        extracts: u32,
+        zmm: bool,
+    ) -> (Vec<u8>, Result<u32, Unproven>) {
+        let mut code = Vec::new();
+        let mut traps = Vec::new();
+        let mut ranges = Vec::new();
+        for &(bytes, mark, extract) in pieces {
+            if let Some(m) = mark {
+                traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
+            }
+            if extract {
+                ranges.push((code.len(), code.len() + bytes.len()));
+            }
+            code.extend_from_slice(bytes);
+        }
+        let spans = vec![(0, code.len())];
+        let r = patch(&mut code, &traps, (&spans, &ranges), (0, extracts), zmm, &mut []);
+        (code, r)
+    }
+
+    /// The instructions of `code`, as iced's codes and first two registers.
+    fn decoded(code: &[u8]) -> Vec<String> {
+        let mut d = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+        std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
+            .map(|i| format!("{:?} {:?} {:?}", i.code(), i.op0_register(), i.op1_register()))
+            .collect()
+    }
+
+    #[test]
+    fn extracts_lane_groups_of_registers_computed_wide() {
+        // 256 bits: `vroundps xmm9, xmm0, 1` becomes `vextractf128 xmm9, ymm0, 1` in place.
+        let r1 = round(Register::XMM9, Register::XMM0, 1);
+        let (code, r) =
+            run_extracts(&[(LOAD, Some(LOAD_MARK), false), (&r1, None, true), (RET, None, false)], 1, false);
+        assert_eq!(r, Ok(2));
+        assert_eq!(code.len(), LOAD.len() + r1.len() + 1);
+        let got = decoded(&code);
+        assert_eq!(got[1], "VEX_Vextractf128_xmmm128_ymm_imm8 XMM9 YMM0");
+        let at = LOAD.len() + r1.len() - 1;
+        assert_eq!(code[at], 1, "lane group 1");
+        // 512 bits: the rounding modes 1, 2 and 3 stand for lane groups 1, 2 and 3.
+        let (r1, r2, r3) = (
+            round(Register::XMM1, Register::XMM0, 1),
+            round(Register::XMM2, Register::XMM0, 2),
+            round(Register::XMM15, Register::XMM0, 3),
+        );
+        let (code, r) = run_extracts(
+            &[
+                (LOAD, Some(LOAD_MARK), false),
+                (&r1, None, true),
+                (&r2, None, true),
+                (&r3, None, true),
+                (RET, None, false),
+            ],
+            3,
+            true,
+        );
+        assert_eq!(r, Ok(4));
+        let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+        let got: Vec<(String, u8)> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
+            .skip(1)
+            .take(3)
+            .map(|i| {
+                (format!("{:?} {:?} {:?}", i.code(), i.op0_register(), i.op1_register()), i.immediate8())
+            })
+            .collect();
+        let want = |dst: &str, k: u8| (format!("EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8 {dst} ZMM0"), k);
+        assert_eq!(got, [want("XMM1", 1), want("XMM2", 2), want("XMM15", 3)]);
+        // A rounding without an extraction's source location stays one.
+        let (code, r) =
+            run_extracts(&[(LOAD, Some(LOAD_MARK), false), (&r1, None, false), (RET, None, false)], 0, false);
+        assert_eq!(r, Ok(1));
+        assert_eq!(decoded(&code)[1], "VEX_Vroundps_xmm_xmmm128_imm8 XMM1 XMM0");
+    }
+
+    #[test]
+    fn refuses_extractions_it_cannot_prove_or_encode() {
+        let refused = |pieces: &[(&[u8], Option<u8>, bool)], extracts: u32, zmm: bool| {
+            let original: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
+            let (code, r) = run_extracts(pieces, extracts, zmm);
+            assert!(r.is_err(), "{pieces:02x?} was rewritten");
+            assert_eq!(code, original, "a refused function was changed");
+        };
+        let r1 = round(Register::XMM1, Register::XMM0, 1);
+        // Of a register not computed wide: an unmarked load, or a reload of a spill.
+        refused(&[(LOAD, None, false), (&r1, None, true), (RET, None, false)], 1, false);
+        refused(&[(LOAD, None, false), (&r1, None, true), (RET, None, false)], 1, true);
+        let spill: &[u8] = &[0xc5, 0xfa, 0x7f, 0x44, 0x24, 0x10];
+        let reload: &[u8] = &[0xc5, 0xfa, 0x6f, 0x44, 0x24, 0x10];
+        refused(
+            &[
+                (LOAD, Some(LOAD_MARK), false),
+                (spill, None, false),
+                (reload, None, false),
+                (&r1, None, true),
+                (RET, None, false),
+            ],
+            1,
+            true,
+        );
+        // Lane groups past the register: 2 and 3 of a `ymm`, 0 (nearest) of either.
+        for (k, zmm) in [(2, false), (3, false), (0, false), (0, true)] {
+            let rk = round(Register::XMM1, Register::XMM0, k);
+            refused(&[(LOAD, Some(LOAD_MARK), false), (&rk, None, true), (RET, None, false)], 1, zmm);
+        }
+        // The memory form: `vroundps xmm1, [rdi], 1`.
+        let mem = Instruction::with3(
+            iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8,
+            Register::XMM1,
+            iced_x86::MemoryOperand::with_base(Register::RDI),
+            1,
+        )
+        .expect("a valid vroundps");
+        let mem = encode_in_place(&mem).expect("encodable");
+        refused(&[(LOAD, Some(LOAD_MARK), false), (&mem, None, true), (RET, None, false)], 1, false);
+        // More than were emitted: Cranelift never adds one.
+        let r2 = round(Register::XMM2, Register::XMM0, 1);
+        refused(
+            &[(LOAD, Some(LOAD_MARK), false), (&r1, None, true), (&r2, None, true), (RET, None, false)],
+            1,
+            false,
+        );
     }
 
     #[test]
@@ -1108,7 +1329,11 @@ mod tests {
             let disp = 64 - (rip_at as i32 + 8);
             code[rip_at + 4..rip_at + 8].copy_from_slice(&disp.to_le_bytes());
             let mut relocs = [mov_at as u32 + 2];
-            assert_eq!(patch(&mut code, &traps, &[(0, end)], 1, zmm, &mut relocs), Ok(3), "zmm {zmm}");
+            assert_eq!(
+                patch(&mut code, &traps, (&[(0, end)], &[]), (1, 0), zmm, &mut relocs),
+                Ok(3),
+                "zmm {zmm}"
+            );
             let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
             let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
                 .take_while(|i| i.ip() < end as u64 * 2)
