@@ -89,6 +89,17 @@ fn opcode_at(code: &[u8], at: usize) -> Option<usize> {
 /// share per hardware thread that shares it, the size from which glibc's `memcpy` switches
 /// to non-temporal stores (a launch writing more would evict its own output). 8 MiB when
 /// the cache cannot be read from `/sys`.
+///
+/// The threshold counts bytes, so a half kernel streams from twice the elements an `fp32`
+/// one does: the seed forward's y streams in `fp32` from N = 768 (M = 4096: 12.6 MB) but
+/// in `fp16` only from 2048. Under the benchmark's cache flush that is most of the gap
+/// between them at N = 768-1024: the `fp32` forward with its stores cached took 1.09,
+/// 1.02 and 1.14 of the time at N = 768, 1000 and 1024 (2 threads, 80 alternated
+/// launches), while the `fp16` one streaming took 0.96, 1.12 and 1.06 (rows of 2 KB or
+/// less gain little, and those of N = 1000 start off a line). Not done instead: `clzero`
+/// (AMD) of each output line before its stores, to skip the read for ownership and keep
+/// the line cached: 0.6 GB/s on this machine's EPYC, a hundred times slower than the
+/// stores it saves.
 pub fn default_threshold() -> u64 {
     lnc_runtime::last_level_cache().map_or(8 << 20, |c| c.bytes / c.threads / 4 * 3)
 }

@@ -656,6 +656,16 @@ impl<'a> Lowerer<'a> {
     }
 
     /// True for the blocks worth keeping rather than recomputing.
+    ///
+    /// Not the `f32` conversion of a half row that several loops read, though its first
+    /// loop could store it in scratch for the others to load instead of converting again
+    /// (measured on the seed forward in `fp16`, 512-bit loops, the cast kept like a
+    /// [`costly`] one): one thread with the rows in the cache, 0.93-0.98 of the time per row
+    /// at N = 512-2048; but caches flushed (M = 4096, 2 threads, launches alternated in one
+    /// process, 150 of each, two runs), 1.06-1.24 of the time at N = 768-1024, where the
+    /// first pass waits on memory and its scratch stores add to it. The row copied into
+    /// scratch by the conversion helper first (the load not `reloadable`): 1.07 of the time
+    /// in the cache at N = 1024, 1.08 flushed.
     fn materializable(&self, v: bir::Value) -> bool {
         if !self.is_block(v) || self.backed.contains_key(&v) || self.reloadable(v) {
             return false;

@@ -44,7 +44,9 @@
 //!   slower, so those keep the last pass. With `prefetchnta`, the last pass hosting a
 //!   loop's row again (launches alternated in one process, 40-60 each): fp32 forward
 //!   1.00-1.12 of the time at N = 1024-8192, fp16 1.01-1.19 at 768-4096, dx + dwdb within
-//!   1 %.
+//!   1 %. The first read's own loop hosting them (fp16 forward, two runs of 100 alternated
+//!   launches): 0.95-1.01 at N = 768-1024, 1.02-1.03 at 2048, where the same kernel
+//!   against itself read 0.89-1.05: no gain to take.
 //! - the host's upper bound (interval analysis, [`lnc_lir::ranges`]) is at most a
 //!   constant, and the row it covers at least [`MIN_ROW_BYTES`], a page, or
 //!   [`MIN_HALF_ROW_BYTES`] for a row a `row_load` reads, or [`MIN_WIDE_ROW_BYTES`] for
