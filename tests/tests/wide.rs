@@ -185,6 +185,12 @@ fn reductions_leave_wide_loops_in_registers() {
                 assert!(found >= 2, "{dtype} checked {checked}: {mnemonic}");
             }
             assert!(!text.contains("vroundps"), "{dtype} checked {checked}: a placeholder left");
+            // Cranelift's listing shows the placeholders, and its notes say what they became.
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked, ..Default::default() };
+            let asm = module.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"));
+            let note = format!("; {found} of those are vroundps placeholders");
+            assert!(asm[0].text.contains(&note), "{dtype} checked {checked}: no note {note:?}");
+            assert!(asm[0].text.contains(&format!("rewritten to {mnemonic} of lane group k")));
         }
     }
 }

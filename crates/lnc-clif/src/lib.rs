@@ -416,6 +416,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         .collect();
     let zmm = opts.wide_per() == wide::ZMM_PER;
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
+    let placeholders = widen::placeholders(&code, &extracts);
     let ymm = match widen::patch(
         &mut code,
         compiled.buffer.traps(),
@@ -498,6 +499,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 asm.push_str(&format!(
                     "; {ymm} instructions of the 256-bit loops above are rewritten after Cranelift from \
                      xmm to ymm (VEX.L set, or moves between registers encoded again; module widen)\n"
+                ));
+            }
+            if ymm > 0 && placeholders > 0 {
+                asm.push_str(&format!(
+                    "; {placeholders} of those are vroundps placeholders (source location {:x}), rewritten to \
+                     {} of lane group k, k their rounding mode: lanes taken out of a wide loop's result\n",
+                    wide::EXTRACT_SRCLOC,
+                    if zmm { "vextractf32x4" } else { "vextractf128" }
                 ));
             }
             asm.push_str(&marks::note(

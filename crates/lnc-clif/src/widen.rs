@@ -504,6 +504,22 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     Kind::Other
 }
 
+/// The placeholders of extractions in `code` (Cranelift's, before [`patch`]): the
+/// roundings in `extracts`, the ranges of their source location. [`patch`] rewrites all
+/// of them or refuses the function.
+pub(crate) fn placeholders(code: &[u8], extracts: &[Range]) -> u32 {
+    let mut count = 0;
+    for &(start, end) in extracts {
+        let Some(bytes) = code.get(start..end) else { continue };
+        let mut d = Decoder::with_ip(64, bytes, start as u64, DecoderOptions::NONE);
+        while d.can_decode() {
+            let ins = d.decode();
+            count += u32::from(matches!(ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps));
+        }
+    }
+    count
+}
+
 /// The lane group `k` (1 to 3 in 512 bits, 1 in 256) that the placeholder `ins` of an
 /// extraction takes out: its rounding mode, when it is `vroundps xmm, xmm, imm`.
 fn extract_group(ins: &Instruction, zmm: bool) -> Option<u32> {

@@ -36,6 +36,13 @@
 //! program that waits only for earlier ones never waits forever: the lowest program not
 //! done is always running (its range's worker ran everything before it there).
 //!
+//! The lock's own instructions cost little there. Measured with lnc-clif emitting the
+//! release (`atomic_xchg`) as a plain store, launches alternated in one process (fp32,
+//! 2 threads, caches flushed, 60 of each): 0.99-1.02 of the time at N = 512-2048, where
+//! the same kernel against itself read 0.97-1.00; with the acquiring compare-and-swap
+//! plain too (no longer a lock: measured only, at N = 512), 1.075 against 1.033. What
+//! the partial sums cost is their rows' traffic, not the locked instructions.
+//!
 //! Not by group: running a group's rows one after the other (`g`, `g + G`, `g + 2G`, …,
 //! then `g + 1`, …) keeps its partial rows in the first-level cache for all of them, but
 //! each program then starts a new stream of rows `G` apart in memory. Measured with
