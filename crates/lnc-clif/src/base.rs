@@ -121,6 +121,8 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) wide_consts: HashMap<lir::Value, Value>,
     /// [`crate::CodegenOptions::bcast_in_loop`].
     pub(crate) bcast_in_loop: bool,
+    /// [`crate::CodegenOptions::stage_exits`].
+    pub(crate) stage_exits: bool,
     /// With `bcast_in_loop`, the address in scratch of each scalar the current wide loop
     /// broadcasts, stored in front of it (module `wide`).
     pub(crate) wide_scalars: HashMap<lir::Value, Value>,
@@ -242,6 +244,7 @@ pub(crate) fn codegen_fn(
         wide_extracts: 0,
         wide_consts: HashMap::new(),
         bcast_in_loop: opts.bcast_in_loop,
+        stage_exits: opts.stage_exits,
         wide_scalars: HashMap::new(),
     };
     fx.broadcasts = loop_broadcasts(f);

@@ -101,6 +101,11 @@ pub struct CodegenOptions {
     /// second try when the first compile's wide loops are refused (module `widen`); off
     /// otherwise.
     pub bcast_in_loop: bool,
+    /// A wide loop's result leaves it through one marked store of each wide part and
+    /// 16-byte loads of it, instead of in registers (`wide::leave`). Set for a try after
+    /// the first compile's extractions are refused (module `widen`: the register allocator
+    /// spilled a wide result before they read it); off otherwise.
+    pub stage_exits: bool,
     /// Run Cranelift's verifier on the function before compiling it (a compiler bug in
     /// lnc's code generation is then an error, not whatever Cranelift makes of invalid IR).
     /// Default: in debug builds, as lnc's own verifiers (`lnc::CompileOptions::verify`);
@@ -120,6 +125,7 @@ impl Default for CodegenOptions {
             zmm: false,
             bf16_cvt: true,
             bcast_in_loop: false,
+            stage_exits: false,
             verify: cfg!(debug_assertions),
         }
     }
@@ -400,14 +406,6 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         }
     }
     let spans: Vec<(usize, usize)> = spans.into_values().collect();
-    // The instructions taking lane groups out of wide parts, each its own range.
-    let extracts: Vec<(usize, usize)> = compiled
-        .buffer
-        .get_srclocs_sorted()
-        .iter()
-        .filter(|s| s.loc.bits() == wide::EXTRACT_SRCLOC)
-        .map(|s| (s.start as usize, s.end as usize))
-        .collect();
     let mut relocs: Vec<_> = compiled
         .buffer
         .relocs()
@@ -416,11 +414,11 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         .collect();
     let zmm = opts.wide_per() == wide::ZMM_PER;
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
-    let placeholders = widen::placeholders(&code, &extracts);
+    let placeholders = widen::placeholders(&code);
     let ymm = match widen::patch(
         &mut code,
         compiled.buffer.traps(),
-        (&spans, &extracts),
+        &spans,
         (wide_stores, wide_extracts),
         zmm,
         &mut offsets,
@@ -430,12 +428,16 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         Err(why) if !opts.wide => {
             return Err(CodegenError::InvalidIr(format!("widening without wide loops: {}", why.0)));
         }
-        // The same kernel again (module `widen`): first with the loops' broadcasts inside
+        // The same kernel again (module `widen`): first, where loops' results left them in
+        // registers, with them stored (a result the allocator spilled before its lanes were
+        // taken out is stored before anything else); then with the loops' broadcasts inside
         // them (no register held across a loop for them, so none spilled), then in 256-bit
         // loops, then in 128-bit vectors; the listing says why.
         Err(why) => {
             let width = if zmm { 512 } else { 256 };
-            let (then, next) = if !opts.bcast_in_loop {
+            let (then, next) = if wide_extracts > 0 && !opts.stage_exits {
+                ("with its loops' results stored", CodegenOptions { stage_exits: true, ..*opts })
+            } else if !opts.bcast_in_loop {
                 ("with its broadcasts inside the loops", CodegenOptions { bcast_in_loop: true, ..*opts })
             } else if zmm {
                 ("without them", CodegenOptions { zmm: false, ..*opts })
@@ -503,10 +505,10 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
             }
             if ymm > 0 && placeholders > 0 {
                 asm.push_str(&format!(
-                    "; {placeholders} of those are vroundps placeholders (source location {:x}), rewritten to \
-                     {} of lane group k, k their rounding mode: lanes taken out of a wide loop's result\n",
-                    wide::EXTRACT_SRCLOC,
-                    if zmm { "vextractf32x4" } else { "vextractf128" }
+                    "; {placeholders} of those are vroundps placeholders, rewritten to lanes taken out of a wide \
+                     loop's result: mode 3 (trunc) to lanes 4-7 ({}){}\n",
+                    if zmm { "vextractf32x4 $1" } else { "vextractf128 $1" },
+                    if zmm { ", mode 0 (nearest) to lanes 8-15 (vextractf64x4 $1)" } else { "" }
                 ));
             }
             asm.push_str(&marks::note(

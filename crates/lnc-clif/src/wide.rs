@@ -24,8 +24,9 @@
 //! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each
 //! constant the loop uses, as a broadcast of the scalar stored there ([`enter_splat`],
 //! [`broadcast_constants`]). A result leaves in registers: its first four lanes are the
-//! wide part itself, the others are taken out of it by placeholders that module `widen`
-//! makes `vextractf128` or `vextractf32x4` ([`leave`]).
+//! wide part itself, the others are taken out of it by placeholders (`trunc`, `nearest`)
+//! that module `widen` makes `vextractf128`, `vextractf32x4` and `vextractf64x4`
+//! ([`leave`]).
 //!
 //! In 512-bit loops ([`ZMM_PER`]: 16-lane parts, module `evex`) a tile rounded to `bf16`
 //! qualifies too when only stores use it: the store rounds it with integer code and a
@@ -35,10 +36,11 @@
 //! [`BF16_CVT_STREAM_MARK`], `f16c::WIDE_STREAM_MARK`).
 //!
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
-//! marked store writes was computed by widened instructions from marked loads and
-//! broadcasts only (and moves between registers of those). When it cannot show that (a
-//! spill, an instruction it does not know), the kernel is compiled again with each
-//! loop's scalar broadcasts inside the loop (`CodegenOptions::bcast_in_loop`: nothing
+//! marked store writes, and every extraction reads, was computed by widened instructions
+//! from marked loads and broadcasts only (and moves between registers of those). When it
+//! cannot show that (a spill, an instruction it does not know), the kernel is compiled
+//! again: with the loops' results stored and loaded back where they were extracted
+//! (`CodegenOptions::stage_exits`), then with each loop's scalar broadcasts inside the loop (`CodegenOptions::bcast_in_loop`: nothing
 //! held across the loop for them, so nothing spilled), then in 256-bit loops, then
 //! without wide loops (`lib.rs`): the same results, in 128-bit vectors.
 
@@ -452,47 +454,67 @@ fn broadcast_at(fx: &mut FunctionCx, at: Value) -> Value {
 }
 
 /// The canonical `f32x4` parts of the wide parts `parts` a wide loop leaves with: each
-/// wide part is its own lanes 0-3, and [`extract`] takes out the others. Through memory
-/// instead (one 32- or 64-byte store, 16-byte loads of it) the loads wait for the store
-/// to reach the cache: it forwarded to none of them here (Zen 5). With the extractions,
-/// the seed forward took, per row in the cache (one thread, `lnc bench`), in `fp16` 35
-/// instead of 51-55 ns at N = 128 and 118-121 instead of 127 at 1024; with the caches
-/// flushed (2 threads, 120 alternated launches of each), 0.95-0.97 of the time in `fp16`
-/// and `bf16` at N = 768-1024.
+/// wide part is its own lanes 0-3, and placeholders take the others out in registers:
+/// - `trunc` (`vroundps xmm, xmm, 3`) stands for lanes 4-7, `vextractf128 xmm, ymm, 1`
+///   or `vextractf32x4 xmm, zmm, 1`;
+/// - in 512 bits, `nearest` (`vroundps xmm, xmm, 0`) for lanes 8-15, `vextractf64x4 ymm,
+///   zmm, 1`, whose lanes 0-3 are lanes 8-11, and whose `trunc` is lanes 12-15.
+///
+/// Module `widen` finds them by their form alone, proves their sources wide and rewrites
+/// them: `trunc` and `nearest` of `f32x4` are emitted nowhere else (the test
+/// `no_other_f32x4_trunc_or_nearest` reads the sources), so Cranelift can neither merge a
+/// placeholder with a rounding of the kernel's nor copy one somewhere it would not be
+/// found. (Found by review: with `floor` and `ceil` as placeholders, recognized by a
+/// source location of their own, Cranelift merged one with the kernel's `tl.floor` of the
+/// same tile, and copied one without its source location into two blocks that did not
+/// follow one another.)
+///
+/// Through memory instead (one 32- or 64-byte store, 16-byte loads of it) the loads wait
+/// for the store to reach the cache: it forwarded to none of them here (Zen 5). With the
+/// extractions, the seed forward took, per row in the cache (one thread, `lnc bench`), in
+/// `fp16` 35 instead of 51-55 ns at N = 128 and 118-121 instead of 127 at 1024; with the
+/// caches flushed (2 threads, 120 alternated launches of each), 0.95-0.97 of the time in
+/// `fp16` and `bf16` at N = 768-1024. Stored by `vextractf32x4 m128, zmm, k` and loaded
+/// back (each load the size and address of its store), in the cache: `fp16` 38 ns at N =
+/// 128 but 102-125 at 768-1024, as through one store, and `fp32` 120-172 against 115-153.
 pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> {
     let per = fx.wide_per;
     if !wide_tile(ty, per) {
         return parts.to_vec();
     }
     let mut out = Vec::with_capacity(parts.len() * usize::from(per / 4));
-    let srcloc = fx.bcx.srcloc();
-    fx.bcx.set_srcloc(cranelift_codegen::ir::SourceLoc::new(EXTRACT_SRCLOC));
+    if fx.stage_exits {
+        for &w in parts {
+            let at = slot_address(fx);
+            fx.bcx.ins().store(marked(STORE_MARK), w, at, 0);
+            fx.wide_stores += 1;
+            out.push(w);
+            for k in 1..i32::from(per / 4) {
+                out.push(fx.bcx.ins().load(PART, data_flags(), at, 16 * k));
+            }
+        }
+        return out;
+    }
     for &w in parts {
         out.push(w);
-        for k in 1..per / 4 {
-            out.push(extract(fx, w, k));
+        let mut taken = vec![fx.bcx.ins().trunc(w)];
+        if per == ZMM_PER {
+            let high = fx.bcx.ins().nearest(w);
+            taken.extend([high, fx.bcx.ins().trunc(high)]);
         }
+        // Stored here, in the block after the loop, so that Cranelift computes them here:
+        // used first in two blocks that do not follow one another (the two ways of a
+        // masked store), each would get a copy of its own, whose source register is no
+        // longer the loop's result there, and the function would be refused.
+        let at = slot_address(fx);
+        for (k, &t) in taken.iter().enumerate() {
+            fx.bcx.ins().store(data_flags(), t, at, 16 * k as i32);
+        }
+        fx.wide_extracts += taken.len() as u32;
+        out.extend(taken);
     }
-    fx.bcx.set_srcloc(srcloc);
     out
 }
-
-/// Lanes `4k..4k+4` of the wide part `w`, as an `f32x4`: emitted as a rounding of `w`
-/// (`vroundps xmm, xmm, k`: `floor`, `ceil` and `trunc` round by the modes 1, 2 and 3),
-/// with source location [`EXTRACT_SRCLOC`], which module `widen` makes `vextractf128` or
-/// `vextractf32x4` of lane group `k` once it has proved the source register wide. Three
-/// distinct operations, so that Cranelift merges no two of them.
-fn extract(fx: &mut FunctionCx, w: Value, k: u8) -> Value {
-    fx.wide_extracts += 1;
-    match k {
-        1 => fx.bcx.ins().floor(w),
-        2 => fx.bcx.ins().ceil(w),
-        _ => fx.bcx.ins().trunc(w),
-    }
-}
-
-/// The source location of the instructions [`extract`] emits.
-pub(crate) const EXTRACT_SRCLOC: u32 = 0x5745_0000;
 
 /// The wide parts of operand `v` of a wide loop's instruction: its own, or a scalar's
 /// broadcast.
@@ -738,4 +760,42 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
     let r = result.ok_or_else(invalid)?;
     fx.def(r, CVal::Tile(Tile { per, parts: out }));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Module `widen` takes every `vroundps` rounding toward zero or to nearest for a
+    /// placeholder of [`super::leave`]: no other code of this crate may emit `trunc` or
+    /// `nearest` of `f32x4` (which would be merged with a placeholder of the same value, or
+    /// taken for one). The one `nearest` of `vmath` rounds `f64` lanes (`vroundpd`).
+    #[test]
+    fn no_other_f32x4_trunc_or_nearest() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).expect("the crate's sources") {
+            let path = entry.expect("a directory entry").path();
+            let text = std::fs::read_to_string(&path).expect("a source file");
+            // The code before the file's tests.
+            for (n, line) in text.lines().enumerate().take_while(|(_, l)| !l.starts_with("#[cfg(test)]")) {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains(".trunc(") || code.contains(".nearest(") {
+                    let name = path.file_name().and_then(|f| f.to_str()).unwrap_or("").to_string();
+                    found.push((name, n + 1, code.trim().to_string()));
+                }
+            }
+        }
+        found.sort();
+        let names: Vec<(&str, &str)> = found.iter().map(|(f, _, c)| (f.as_str(), c.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                ("vmath.rs", "let n = bcx.ins().nearest(t);"),
+                ("wide.rs", "let mut taken = vec![fx.bcx.ins().trunc(w)];"),
+                ("wide.rs", "let high = fx.bcx.ins().nearest(w);"),
+                ("wide.rs", "taken.extend([high, fx.bcx.ins().trunc(high)]);"),
+            ],
+            "a new `trunc` or `nearest`: if it can round `f32x4` lanes, module `widen` would take it \
+             for a placeholder of `leave` ({found:?})"
+        );
+    }
 }

@@ -19,9 +19,11 @@
 //!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register,
 //!   in place where a VEX move has the same length, else with the function encoded again
 //!   as module `evex` does, everything after the longer move moved);
-//! - the placeholders of module `wide`'s lane-group extractions (their source location,
-//!   `wide::EXTRACT_SRCLOC`): `vroundps xmm, xmm, k` becomes `vextractf128` (in place, the
-//!   same length) or `vextractf32x4` of lane group `k`.
+//! - the placeholders of module `wide`'s lane-group extractions (`wide::leave`), found by
+//!   their form alone, since nothing else emits them: `vroundps xmm, xmm, 3` (`trunc`)
+//!   becomes `vextractf128 xmm, ymm, 1` (in place, the same length) or `vextractf32x4
+//!   xmm, zmm, 1`, and in 512 bits `vroundps xmm, xmm, 0` (`nearest`) becomes
+//!   `vextractf64x4 ymm, zmm, 1`.
 //!
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
 //! every marked store writes, and every extraction reads, a register whose high half holds
@@ -120,9 +122,6 @@ const LEGACY_MOVES: &[Mnemonic] = &[
     Mnemonic::Movdqu,
 ];
 
-/// A range of code offsets, start included, end not.
-pub(crate) type Range = (usize, usize);
-
 /// Why the wide loops of a function could not be widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Unproven(pub(crate) String);
@@ -141,10 +140,14 @@ enum Kind {
     /// A move without VEX between two vector registers ([`LEGACY_MOVES`]), encoded again
     /// as the move of the whole register: wide when its source is.
     Move,
-    /// The placeholder `vroundps xmm, xmm, k` of module `wide`'s `extract`, made the
-    /// extraction of lane group `k` (`vextractf128`, `vextractf32x4`): reads a register
-    /// that must be wide, writes an `xmm` one.
+    /// The placeholder `vroundps xmm, xmm, 3` of module `wide`'s `leave`, made the
+    /// extraction of lanes 4-7 (`vextractf128 xmm, ymm, 1`, `vextractf32x4 xmm, zmm, 1`):
+    /// reads a register wide in its low 256 bits, writes an `xmm` one.
     Extract,
+    /// The placeholder `vroundps xmm, xmm, 0`, made the extraction of lanes 8-15 in 512
+    /// bits (`vextractf64x4 ymm, zmm, 1`): reads a wide register, writes one wide in its
+    /// low 256 bits.
+    ExtractHigh,
     /// Left as it is.
     Other,
 }
@@ -158,14 +161,14 @@ struct Decoded {
 }
 
 /// Widens the wide loops of `code` (trap records `traps`; `spans`: the code ranges of
-/// wide loops, and those of the placeholders of lane-group extractions; `emitted`: the
-/// marked stores and the extractions code generation emitted) to 256 bits, or to 512 when
-/// `zmm` (module `evex`: the code is encoded again, and `relocs`, the offsets of its
-/// relocations, move with it). Returns the number of instructions widened.
+/// wide loops; `emitted`: the marked stores and the extraction placeholders code
+/// generation emitted) to 256 bits, or to 512 when `zmm` (module `evex`: the code is
+/// encoded again, and `relocs`, the offsets of its relocations, move with it). Returns the
+/// number of instructions widened.
 pub(crate) fn patch(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
-    (spans, extracts): (&[Range], &[Range]),
+    spans: &[(usize, usize)],
     (emitted, extracts_emitted): (u32, u32),
     zmm: bool,
     relocs: &mut [u32],
@@ -202,24 +205,27 @@ pub(crate) fn patch(
     if stores > emitted as usize {
         return Err(Unproven(format!("{emitted} wide stores emitted, {stores} found")));
     }
-    if marks.is_empty() && extracts.is_empty() {
+    if marks.is_empty() && extracts_emitted == 0 {
         return Ok(0);
     }
     let (mut insts, index) = decode(code)?;
-    // Every rounding of an extraction's source location is its placeholder: one left as it
-    // is would round lanes instead of taking them out. (The register allocator's moves and
-    // reloads there have it too.)
-    let mut found = 0;
-    let rounds = |d: &Decoded| matches!(d.ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps);
-    for d in insts.iter_mut().filter(|d| rounds(d) && extracts.iter().any(|&(s, e)| (s..e).contains(&d.at))) {
-        extract_group(&d.ins, zmm).ok_or_else(|| {
-            Unproven(format!("the lane-group extraction at {:#x} is {:?}", d.at, d.ins.code()))
+    // Every rounding toward zero or to nearest of `f32x4` lanes is a placeholder: module
+    // `wide` emits them for that alone. Cranelift may merge two (of one value) or copy one
+    // into blocks that do not follow one another; each copy is proven and rewritten.
+    let mut found = false;
+    for d in insts.iter_mut() {
+        if !matches!(d.ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps)
+            || !matches!(ins_mode(&d.ins), 0 | 3)
+        {
+            continue;
+        }
+        d.kind = placeholder_kind(&d.ins, zmm).ok_or_else(|| {
+            Unproven(format!("the rounding at {:#x} is {:?}, no placeholder", d.at, d.ins.code()))
         })?;
-        d.kind = Kind::Extract;
-        found += 1;
+        found = true;
     }
-    if found > extracts_emitted {
-        return Err(Unproven(format!("{extracts_emitted} lane-group extractions emitted, {found} found")));
+    if found && extracts_emitted == 0 {
+        return Err(Unproven("a rounding toward zero or to nearest that no wide loop emitted".to_string()));
     }
     // The half stores of 512-bit code, each rewritten into a sequence through `ymm16`;
     // all but `fp16`'s cached one exist only there.
@@ -278,7 +284,9 @@ pub(crate) fn patch(
                         crate::evex::convert_bf16(&d.ins, m == BF16_CVT_STREAM_MARK)?
                     }
                     Some(&m) => crate::evex::store_bf16(&d.ins, m == BF16_STREAM_MARK)?,
-                    None if d.kind == Kind::Extract => vec![extraction(&d.ins, true)?],
+                    None if matches!(d.kind, Kind::Extract | Kind::ExtractHigh) => {
+                        vec![extraction(&d.ins, true)?]
+                    }
                     None => crate::evex::to_zmm(&d.ins).into_iter().collect(),
                 },
             });
@@ -504,48 +512,64 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
     Kind::Other
 }
 
-/// The placeholders of extractions in `code` (Cranelift's, before [`patch`]): the
-/// roundings in `extracts`, the ranges of their source location. [`patch`] rewrites all
-/// of them or refuses the function.
-pub(crate) fn placeholders(code: &[u8], extracts: &[Range]) -> u32 {
-    let mut count = 0;
-    for &(start, end) in extracts {
-        let Some(bytes) = code.get(start..end) else { continue };
-        let mut d = Decoder::with_ip(64, bytes, start as u64, DecoderOptions::NONE);
-        while d.can_decode() {
-            let ins = d.decode();
-            count += u32::from(matches!(ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps));
-        }
+/// The extraction placeholders in `code` (Cranelift's, before [`patch`], which rewrites
+/// all of them or refuses the function).
+pub(crate) fn placeholders(code: &[u8]) -> u32 {
+    match decode(code) {
+        Ok((insts, _)) => insts
+            .iter()
+            .filter(|d| d.ins.mnemonic() == Mnemonic::Vroundps && matches!(ins_mode(&d.ins), 0 | 3))
+            .count() as u32,
+        Err(_) => 0,
     }
-    count
 }
 
-/// The lane group `k` (1 to 3 in 512 bits, 1 in 256) that the placeholder `ins` of an
-/// extraction takes out: its rounding mode, when it is `vroundps xmm, xmm, imm`.
-fn extract_group(ins: &Instruction, zmm: bool) -> Option<u32> {
+/// The rounding mode of `ins`, a rounding instruction (the low two bits of its immediate;
+/// 4 for one that takes MXCSR's mode, bit 2, or suppresses exceptions, bit 3).
+fn ins_mode(ins: &Instruction) -> u8 {
+    let imm = ins.immediate8();
+    if imm & !3 != 0 { 4 } else { imm }
+}
+
+/// What the placeholder `ins` is: `vroundps xmm, xmm, 3`, the extraction of lanes 4-7;
+/// in 512 bits `vroundps xmm, xmm, 0`, that of lanes 8-15. `None` for any other form.
+fn placeholder_kind(ins: &Instruction, zmm: bool) -> Option<Kind> {
     let form = ins.code() == iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8
         && ins.op0_kind() == OpKind::Register
         && ins.op1_kind() == OpKind::Register;
-    let k = u32::from(ins.immediate8()) & 3;
-    (form && k >= 1 && k <= if zmm { 3 } else { 1 }).then_some(k)
+    match ins_mode(ins) {
+        3 if form => Some(Kind::Extract),
+        0 if form && zmm => Some(Kind::ExtractHigh),
+        _ => None,
+    }
 }
 
-/// The extraction the placeholder `ins` stands for: `vextractf32x4 xmm, zmm, k` when
-/// `zmm`, else `vextractf128 xmm, ymm, 1`.
+/// The extraction the placeholder `ins` stands for: `vextractf32x4 xmm, zmm, 1` or
+/// `vextractf64x4 ymm, zmm, 1` when `zmm`, else `vextractf128 xmm, ymm, 1`.
 fn extraction(ins: &Instruction, zmm: bool) -> Result<Instruction, Unproven> {
+    use iced_x86::Code::*;
     let fail = || Unproven(format!("the lane-group extraction at {:#x} is {:?}", ins.ip(), ins.code()));
-    let k = extract_group(ins, zmm).ok_or_else(fail)?;
-    let (dst, src) = (ins.op_register(0), ins.op_register(1).number());
-    let wide = |base: Register| Register::try_from(base as usize + src).map_err(|_| fail());
-    let made = if zmm {
-        Instruction::with3(
-            iced_x86::Code::EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8,
-            dst,
-            wide(Register::ZMM0)?,
-            k,
-        )
-    } else {
-        Instruction::with3(iced_x86::Code::VEX_Vextractf128_xmmm128_ymm_imm8, dst, wide(Register::YMM0)?, k)
+    let (dst, src) = (ins.op_register(0).number(), ins.op_register(1).number());
+    let reg = |base: Register, n: usize| Register::try_from(base as usize + n).map_err(|_| fail());
+    let made = match (placeholder_kind(ins, zmm).ok_or_else(fail)?, zmm) {
+        (Kind::Extract, true) => Instruction::with3(
+            EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8,
+            reg(Register::XMM0, dst)?,
+            reg(Register::ZMM0, src)?,
+            1,
+        ),
+        (Kind::Extract, false) => Instruction::with3(
+            VEX_Vextractf128_xmmm128_ymm_imm8,
+            reg(Register::XMM0, dst)?,
+            reg(Register::YMM0, src)?,
+            1,
+        ),
+        _ => Instruction::with3(
+            EVEX_Vextractf64x4_ymmm256_k1z_zmm_imm8,
+            reg(Register::YMM0, dst)?,
+            reg(Register::ZMM0, src)?,
+            1,
+        ),
     };
     let mut made = made.map_err(|_| fail())?;
     made.set_ip(ins.ip());
@@ -560,32 +584,31 @@ fn encode_in_place(ins: &Instruction) -> Option<Vec<u8>> {
 }
 
 /// Whether every marked store and every extraction of `insts` reads a register computed
-/// wide on every path (in 512 bits when `zmm`, for the message).
+/// wide on every path (in 512 bits when `zmm`; lanes 4-7 are taken out of a register wide
+/// in its low 256 bits, which in 512 bits the extraction of lanes 8-15 also leaves).
 fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
-    let states = analyze(insts);
-    for (d, &state) in insts.iter().zip(&states) {
-        if d.kind == Kind::Extract {
-            let reg = d.ins.op_register(1);
-            if state & bit(reg) == 0 {
-                return Err(Unproven(format!(
-                    "the extraction at {:#x} reads {reg:?}, not computed in {} bits on every path",
-                    d.at,
-                    if zmm { 512 } else { 256 }
-                )));
+    let wide = analyze(insts, false);
+    let low = if zmm { analyze(insts, true) } else { wide.clone() };
+    let bits = if zmm { 512 } else { 256 };
+    for (i, d) in insts.iter().enumerate() {
+        let (reg, state, what) = match d.kind {
+            Kind::Extract => (d.ins.op_register(1), low[i], "the extraction"),
+            Kind::ExtractHigh => (d.ins.op_register(1), wide[i], "the extraction"),
+            Kind::Store => {
+                let reg = (0..d.ins.op_count())
+                    .find(|&k| d.ins.op_kind(k) == OpKind::Register)
+                    .map(|k| d.ins.op_register(k))
+                    .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
+                (reg, wide[i], "the store")
             }
-        }
-        if d.kind == Kind::Store {
-            let reg = (0..d.ins.op_count())
-                .find(|&k| d.ins.op_kind(k) == OpKind::Register)
-                .map(|k| d.ins.op_register(k))
-                .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
-            if state & bit(reg) == 0 {
-                return Err(Unproven(format!(
-                    "the store at {:#x} writes {reg:?}, not computed in {} bits on every path",
-                    d.at,
-                    if zmm { 512 } else { 256 }
-                )));
-            }
+            _ => continue,
+        };
+        if state & bit(reg) == 0 {
+            let width = if d.kind == Kind::Extract && zmm { 256 } else { bits };
+            return Err(Unproven(format!(
+                "{what} at {:#x} reads {reg:?}, not computed in {width} bits on every path",
+                d.at
+            )));
         }
     }
     Ok(())
@@ -675,8 +698,9 @@ fn flip(code: &mut [u8], at: usize) {
     }
 }
 
-/// The wide registers before each instruction.
-fn analyze(insts: &[Decoded]) -> Vec<u32> {
+/// The wide registers before each instruction; with `low`, those wide in their low 256
+/// bits at least (in 512-bit code, where the extraction of lanes 8-15 writes such a one).
+fn analyze(insts: &[Decoded], low: bool) -> Vec<u32> {
     let effects: Vec<(u32, u32)> = insts.iter().map(effect).collect();
     // Every state starts full and only shrinks: the greatest fixed point, where a
     // register is wide on every path from the entry (the first instruction, offset 0).
@@ -691,6 +715,7 @@ fn analyze(insts: &[Decoded]) -> Vec<u32> {
         let s = state[i];
         let wide = match d.kind {
             Kind::Load | Kind::Broadcast => writes,
+            Kind::ExtractHigh if low && s & reads == reads => writes,
             Kind::LaneWise | Kind::Move if s & reads == reads => writes,
             // A VEX instruction zeroes its destination's bits above 128: a zeroing idiom
             // anywhere (Cranelift hoists a loop's zero vector out of it) zeroes all lanes.
@@ -810,7 +835,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, (&spans, &[]), (emitted, 0), zmm, &mut []);
+        let r = patch(&mut code, &traps, &spans, (emitted, 0), zmm, &mut []);
         (code, r)
     }
 
@@ -871,7 +896,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = vec![(0, code.len())];
-        assert_eq!(patch(&mut code, &traps, (&spans, &[]), (1, 0), true, &mut []), Ok(3));
+        assert_eq!(patch(&mut code, &traps, &spans, (1, 0), true, &mut []), Ok(3));
         let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
         let got: Vec<String> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
             .take(4)
@@ -889,143 +914,171 @@ mod tests {
         // Refused the same way as in 256 bits: a store of an unmarked load.
         let mut code = [LOAD, ADD, STORE, RET].concat();
         let traps = [MachTrap { offset: 8, code: TrapCode::user(STORE_MARK).expect("nonzero") }];
-        assert!(patch(&mut code, &traps, (&[(0, 13)], &[]), (1, 0), true, &mut []).is_err());
+        assert!(patch(&mut code, &traps, &[(0, 13)], (1, 0), true, &mut []).is_err());
     }
 
-    /// `vroundps dst, src, imm` (register form), the placeholder of an extraction.
+    /// `vroundps dst, src, imm` (register form): with modes 3 and 0, the placeholders of
+    /// extractions.
     fn round(dst: Register, src: Register, imm: u32) -> Vec<u8> {
         let ins = Instruction::with3(iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8, dst, src, imm)
             .expect("a valid vroundps");
         encode_in_place(&ins).expect("encodable")
     }
 
-    /// `patch` of the concatenation of `pieces` (bytes, mark, whether it has the source
-    /// location of an extraction), all inside one wide loop's span; `extracts`: the
-    /// extractions code generation emitted.
+    /// `patch` of the concatenation of `pieces` (bytes, mark), all inside one wide loop's
+    /// span; `extracts`: the placeholders code generation emitted.
     fn run_extracts(
-        pieces: &[(&[u8], Option<u8>, bool)],
+        pieces: &[(&[u8], Option<u8>)],
         extracts: u32,
         zmm: bool,
     ) -> (Vec<u8>, Result<u32, Unproven>) {
         let mut code = Vec::new();
         let mut traps = Vec::new();
-        let mut ranges = Vec::new();
-        for &(bytes, mark, extract) in pieces {
+        for &(bytes, mark) in pieces {
             if let Some(m) = mark {
                 traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
-            }
-            if extract {
-                ranges.push((code.len(), code.len() + bytes.len()));
             }
             code.extend_from_slice(bytes);
         }
         let spans = vec![(0, code.len())];
-        let r = patch(&mut code, &traps, (&spans, &ranges), (0, extracts), zmm, &mut []);
+        let r = patch(&mut code, &traps, &spans, (0, extracts), zmm, &mut []);
         (code, r)
     }
 
-    /// The instructions of `code`, as iced's codes and first two registers.
-    fn decoded(code: &[u8]) -> Vec<String> {
+    /// The instructions of `code`: iced's code, first two registers and immediate.
+    fn decoded(code: &[u8]) -> Vec<(String, u8)> {
         let mut d = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
         std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
-            .map(|i| format!("{:?} {:?} {:?}", i.code(), i.op0_register(), i.op1_register()))
+            .map(|i| {
+                let imm = if i.op_count() == 3 { i.immediate8() } else { 0 };
+                (format!("{:?} {:?} {:?}", i.code(), i.op0_register(), i.op1_register()), imm)
+            })
             .collect()
     }
 
     #[test]
-    fn extracts_lane_groups_of_registers_computed_wide() {
-        // 256 bits: `vroundps xmm9, xmm0, 1` becomes `vextractf128 xmm9, ymm0, 1` in place.
-        let r1 = round(Register::XMM9, Register::XMM0, 1);
-        let (code, r) =
-            run_extracts(&[(LOAD, Some(LOAD_MARK), false), (&r1, None, true), (RET, None, false)], 1, false);
-        assert_eq!(r, Ok(2));
-        assert_eq!(code.len(), LOAD.len() + r1.len() + 1);
+    fn extractions_of_every_register_pair() {
+        use iced_x86::Code::*;
+        let at = |base: Register, n: usize| Register::try_from(base as usize + n).expect("a register");
+        for zmm in [false, true] {
+            for src in 0..16 {
+                for dst in 0..16 {
+                    // vmovdqu xmm_src, [rdi], marked: the source is wide.
+                    let load = Instruction::with2(
+                        VEX_Vmovdqu_xmm_xmmm128,
+                        at(Register::XMM0, src),
+                        iced_x86::MemoryOperand::with_base(Register::RDI),
+                    )
+                    .expect("a load");
+                    let load = encode_in_place(&load).expect("encodable");
+                    let low = round(at(Register::XMM0, dst), at(Register::XMM0, src), 3);
+                    let high = round(at(Register::XMM0, dst), at(Register::XMM0, src), 0);
+                    let name =
+                        |c: iced_x86::Code, d: Register, s: Register| (format!("{c:?} {d:?} {s:?}"), 1u8);
+                    let (code, r) =
+                        run_extracts(&[(&load, Some(LOAD_MARK)), (&low, None), (RET, None)], 1, zmm);
+                    assert_eq!(r, Ok(2), "zmm {zmm} dst {dst} src {src}");
+                    let got = decoded(&code);
+                    if zmm {
+                        let want = name(
+                            EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8,
+                            at(Register::XMM0, dst),
+                            at(Register::ZMM0, src),
+                        );
+                        assert_eq!(got[1], want);
+                        let (code, r) =
+                            run_extracts(&[(&load, Some(LOAD_MARK)), (&high, None), (RET, None)], 1, zmm);
+                        assert_eq!(r, Ok(2), "zmm dst {dst} src {src}");
+                        let want = name(
+                            EVEX_Vextractf64x4_ymmm256_k1z_zmm_imm8,
+                            at(Register::YMM0, dst),
+                            at(Register::ZMM0, src),
+                        );
+                        assert_eq!(decoded(&code)[1], want);
+                    } else {
+                        let want = name(
+                            VEX_Vextractf128_xmmm128_ymm_imm8,
+                            at(Register::XMM0, dst),
+                            at(Register::YMM0, src),
+                        );
+                        assert_eq!(got[1], want);
+                        // In place, the same length; the code after it unchanged.
+                        assert_eq!(code.len(), load.len() + low.len() + 1);
+                        assert_eq!(code.last(), Some(&0xc3));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_12_to_15_from_the_extraction_of_lanes_8_to_15() {
+        use iced_x86::Code::*;
+        // nearest xmm1 <- xmm0 (lanes 8-15 of zmm0 into ymm1), then trunc xmm2 <- xmm1 (lanes
+        // 4-7 of ymm1): proven in 512 bits, where ymm1 is wide in its low 256 bits.
+        let (high, low) =
+            (round(Register::XMM1, Register::XMM0, 0), round(Register::XMM2, Register::XMM1, 3));
+        let pieces: [(&[u8], Option<u8>); 4] =
+            [(LOAD, Some(LOAD_MARK)), (&high, None), (&low, None), (RET, None)];
+        let (code, r) = run_extracts(&pieces, 3, true);
+        assert_eq!(r, Ok(3));
         let got = decoded(&code);
-        assert_eq!(got[1], "VEX_Vextractf128_xmmm128_ymm_imm8 XMM9 YMM0");
-        let at = LOAD.len() + r1.len() - 1;
-        assert_eq!(code[at], 1, "lane group 1");
-        // 512 bits: the rounding modes 1, 2 and 3 stand for lane groups 1, 2 and 3.
-        let (r1, r2, r3) = (
-            round(Register::XMM1, Register::XMM0, 1),
-            round(Register::XMM2, Register::XMM0, 2),
-            round(Register::XMM15, Register::XMM0, 3),
-        );
-        let (code, r) = run_extracts(
-            &[
-                (LOAD, Some(LOAD_MARK), false),
-                (&r1, None, true),
-                (&r2, None, true),
-                (&r3, None, true),
-                (RET, None, false),
-            ],
-            3,
-            true,
-        );
-        assert_eq!(r, Ok(4));
-        let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
-        let got: Vec<(String, u8)> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
-            .skip(1)
-            .take(3)
-            .map(|i| {
-                (format!("{:?} {:?} {:?}", i.code(), i.op0_register(), i.op1_register()), i.immediate8())
-            })
-            .collect();
-        let want = |dst: &str, k: u8| (format!("EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8 {dst} ZMM0"), k);
-        assert_eq!(got, [want("XMM1", 1), want("XMM2", 2), want("XMM15", 3)]);
-        // A rounding without an extraction's source location stays one.
-        let (code, r) =
-            run_extracts(&[(LOAD, Some(LOAD_MARK), false), (&r1, None, false), (RET, None, false)], 0, false);
+        assert_eq!(got[1].0, format!("{:?} YMM1 ZMM0", EVEX_Vextractf64x4_ymmm256_k1z_zmm_imm8));
+        assert_eq!(got[2].0, format!("{:?} XMM2 ZMM1", EVEX_Vextractf32x4_xmmm128_k1z_zmm_imm8));
+        // But not lanes 8-15 of that: ymm1 is not wide in 512 bits.
+        let high2 = round(Register::XMM2, Register::XMM1, 0);
+        let pieces: [(&[u8], Option<u8>); 4] =
+            [(LOAD, Some(LOAD_MARK)), (&high, None), (&high2, None), (RET, None)];
+        assert!(run_extracts(&pieces, 3, true).1.is_err());
+        // A rounding down or up (the kernel's `floor`, `ceil`) stays one.
+        let floor = round(Register::XMM1, Register::XMM0, 1);
+        let pieces: [(&[u8], Option<u8>); 3] = [(LOAD, Some(LOAD_MARK)), (&floor, None), (RET, None)];
+        let (code, r) = run_extracts(&pieces, 0, false);
         assert_eq!(r, Ok(1));
-        assert_eq!(decoded(&code)[1], "VEX_Vroundps_xmm_xmmm128_imm8 XMM1 XMM0");
+        assert_eq!(decoded(&code)[1], (format!("{:?} XMM1 XMM0", VEX_Vroundps_xmm_xmmm128_imm8), 1));
     }
 
     #[test]
     fn refuses_extractions_it_cannot_prove_or_encode() {
-        let refused = |pieces: &[(&[u8], Option<u8>, bool)], extracts: u32, zmm: bool| {
+        let refused = |pieces: &[(&[u8], Option<u8>)], extracts: u32, zmm: bool| {
             let original: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
             let (code, r) = run_extracts(pieces, extracts, zmm);
             assert!(r.is_err(), "{pieces:02x?} was rewritten");
             assert_eq!(code, original, "a refused function was changed");
         };
-        let r1 = round(Register::XMM1, Register::XMM0, 1);
-        // Of a register not computed wide: an unmarked load, or a reload of a spill.
-        refused(&[(LOAD, None, false), (&r1, None, true), (RET, None, false)], 1, false);
-        refused(&[(LOAD, None, false), (&r1, None, true), (RET, None, false)], 1, true);
-        let spill: &[u8] = &[0xc5, 0xfa, 0x7f, 0x44, 0x24, 0x10];
-        let reload: &[u8] = &[0xc5, 0xfa, 0x6f, 0x44, 0x24, 0x10];
-        refused(
-            &[
-                (LOAD, Some(LOAD_MARK), false),
-                (spill, None, false),
-                (reload, None, false),
-                (&r1, None, true),
-                (RET, None, false),
-            ],
-            1,
-            true,
-        );
-        // Lane groups past the register: 2 and 3 of a `ymm`, 0 (nearest) of either.
-        for (k, zmm) in [(2, false), (3, false), (0, false), (0, true)] {
-            let rk = round(Register::XMM1, Register::XMM0, k);
-            refused(&[(LOAD, Some(LOAD_MARK), false), (&rk, None, true), (RET, None, false)], 1, zmm);
+        let low = round(Register::XMM1, Register::XMM0, 3);
+        let high = round(Register::XMM1, Register::XMM0, 0);
+        for zmm in [false, true] {
+            // Of a register not computed wide: an unmarked load, or a reload of a spill.
+            refused(&[(LOAD, None), (&low, None), (RET, None)], 1, zmm);
+            let spill: &[u8] = &[0xc5, 0xfa, 0x7f, 0x44, 0x24, 0x10];
+            let reload: &[u8] = &[0xc5, 0xfa, 0x6f, 0x44, 0x24, 0x10];
+            refused(
+                &[(LOAD, Some(LOAD_MARK)), (spill, None), (reload, None), (&low, None), (RET, None)],
+                1,
+                zmm,
+            );
+            // A placeholder when none was emitted: a rounding of the kernel's own.
+            refused(&[(LOAD, Some(LOAD_MARK)), (&low, None), (RET, None)], 0, zmm);
         }
-        // The memory form: `vroundps xmm1, [rdi], 1`.
+        // Lanes 8-15 of a `ymm`.
+        refused(&[(LOAD, Some(LOAD_MARK)), (&high, None), (RET, None)], 1, false);
+        refused(&[(LOAD, None), (&high, None), (RET, None)], 1, true);
+        // The memory form: `vroundps xmm1, [rdi], 3`; and the form without VEX.
         let mem = Instruction::with3(
             iced_x86::Code::VEX_Vroundps_xmm_xmmm128_imm8,
             Register::XMM1,
             iced_x86::MemoryOperand::with_base(Register::RDI),
-            1,
+            3,
         )
         .expect("a valid vroundps");
         let mem = encode_in_place(&mem).expect("encodable");
-        refused(&[(LOAD, Some(LOAD_MARK), false), (&mem, None, true), (RET, None, false)], 1, false);
-        // More than were emitted: Cranelift never adds one.
-        let r2 = round(Register::XMM2, Register::XMM0, 1);
-        refused(
-            &[(LOAD, Some(LOAD_MARK), false), (&r1, None, true), (&r2, None, true), (RET, None, false)],
-            1,
-            false,
-        );
+        refused(&[(LOAD, Some(LOAD_MARK)), (&mem, None), (RET, None)], 1, false);
+        let legacy =
+            Instruction::with3(iced_x86::Code::Roundps_xmm_xmmm128_imm8, Register::XMM1, Register::XMM0, 3)
+                .expect("a valid roundps");
+        let legacy = encode_in_place(&legacy).expect("encodable");
+        refused(&[(LOAD, Some(LOAD_MARK)), (&legacy, None), (RET, None)], 1, false);
     }
 
     #[test]
@@ -1345,11 +1398,7 @@ mod tests {
             let disp = 64 - (rip_at as i32 + 8);
             code[rip_at + 4..rip_at + 8].copy_from_slice(&disp.to_le_bytes());
             let mut relocs = [mov_at as u32 + 2];
-            assert_eq!(
-                patch(&mut code, &traps, (&[(0, end)], &[]), (1, 0), zmm, &mut relocs),
-                Ok(3),
-                "zmm {zmm}"
-            );
+            assert_eq!(patch(&mut code, &traps, &[(0, end)], (1, 0), zmm, &mut relocs), Ok(3), "zmm {zmm}");
             let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
             let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
                 .take_while(|i| i.ip() < end as u64 * 2)

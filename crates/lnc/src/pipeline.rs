@@ -348,6 +348,7 @@ pub(crate) fn codegen_options(
         zmm: opts.lanes == 16,
         bf16_cvt: opts.bf16_cvt,
         bcast_in_loop: opts.bcast_in_loop,
+        stage_exits: false,
         verify: opts.verify,
     }
 }

@@ -252,6 +252,7 @@ const NATIVE: CodegenOptions = CodegenOptions {
     zmm: true,
     bf16_cvt: true,
     bcast_in_loop: false,
+    stage_exits: false,
     verify: true,
 };
 
