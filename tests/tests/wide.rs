@@ -799,10 +799,10 @@ fn broadcasts_inside_wide_loops_give_the_same_bits() {
 
 /// A wide loop's result that the kernel also rounds: `tl.sum(x, axis=0)` of a 2-D block
 /// leaves a 256- or 512-bit loop as a tile of `BN` lanes, whose lanes past the first four
-/// are taken out by `floor`/`ceil`/`trunc` placeholders (lnc-clif's `wide::leave`). A
-/// `tl.floor` or `tl.ceil` of that tile is the same Cranelift operation on the same value
-/// as a placeholder: found by review, Cranelift merged the two and the kernel stored the
-/// sum's lanes 4-7 (as extracted) for the floor of lanes 0-3. Every output must be the
+/// are taken out by placeholders (lnc-clif's `wide::leave`). When those were `floor`,
+/// `ceil` and `trunc`, a `tl.floor` or `tl.ceil` of that tile was the same Cranelift
+/// operation on the same value as a placeholder: found by review, Cranelift merged the two
+/// and the kernel stored the sum's lanes 4-7 (as extracted) for the floor of lanes 0-3. Every output must be the
 /// floor / ceil of the sum stored beside it, and the bits of 128-bit vectors.
 const ROUNDED_SUMS: &str = r#"
 import triton
@@ -861,9 +861,9 @@ fn a_wide_loops_result_rounded_by_the_kernel_keeps_its_lanes() {
 /// A wide loop's result stored under a mask the tiler cannot split off (`cols != skip`):
 /// the store takes one branch when every lane is on (one vector store) and another lane
 /// by lane, both using the lanes the extraction placeholders take out. Found by review:
-/// Cranelift elaborated the placeholder again in the second branch, a copy without its
-/// source location, which stayed a `vroundps` (the floor of lanes 0-3 stored as lanes
-/// 4-7). Both branches, in 256 and 512 bits, checked and not: the bits of 128-bit vectors.
+/// Cranelift elaborated the placeholder again in the second branch, a copy without the
+/// source location it was then recognized by, which stayed a `vroundps` (the floor of
+/// lanes 0-3 stored as lanes 4-7). Both branches, in 256 and 512 bits, checked and not: the bits of 128-bit vectors.
 const MASKED_SUMS: &str = r#"
 import triton
 import triton.language as tl
