@@ -741,6 +741,10 @@ fn broadcasts_inside_loops<T: Float>(lanes: u8, block: usize) {
         ] {
             assert!(usual.widened_instructions() > 0, "{}", T::SIG);
             let asm = modules[1].dump(name, sig, &req).unwrap_or_else(|e| panic!("{e}"));
+            // The results stored only where an extraction was what was refused.
+            for line in asm[0].text.lines().filter(|l| l.contains("with its loops' results stored:")) {
+                assert!(line.contains("results stored: the extraction"), "{name} {}: {line}", T::SIG);
+            }
             if asm[0].text.contains("compiled again with its loops' results stored") {
                 // Another try first (the loops' results stored): not the same code.
                 assert!(forced.widened_instructions() > 0, "{name} {}", T::SIG);
@@ -915,6 +919,76 @@ fn a_wide_loops_result_stored_under_a_mask_keeps_its_lanes() {
                 assert!(
                     run(&kw, skip, checked) == want,
                     "{t} {bn} skip {skip} checked {checked}: not the bits of 128-bit vectors"
+                );
+            }
+        }
+    }
+}
+
+/// Several results of one 2-D reduction loop (sums, a maximum, a sum of squares), rounded
+/// and stored under masks, and reduced again (from review): in 512 bits the allocator
+/// spills a result before its lanes are taken out, the extraction is refused and the
+/// kernel compiled again with its results stored. Every way, the bits of 128-bit vectors.
+const MULTI_SUMS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def multi_sums(X, Y, Z, T, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    x = tl.load(X + rows[:, None] * BN + cols[None, :]).to(tl.float32)
+    s = tl.sum(x, axis=0)
+    m = tl.max(x, axis=0)
+    q = tl.sum(x * x, axis=0)
+    tl.store(Y + cols, s + m, mask=cols < N)
+    tl.store(Z + cols, tl.floor(s) * tl.ceil(m) - q, mask=cols < N)
+    tl.store(T, tl.sum(s, axis=0) + tl.max(q, axis=0))
+"#;
+
+#[test]
+fn several_results_of_a_wide_loop_refused_in_registers_leave_through_memory() {
+    let jit = |lanes, wide| {
+        lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, ..Default::default() })
+            .module("multi_sums.py", MULTI_SUMS)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut rng = rng();
+    for (lanes, t, bn) in [(8u8, "fp32", 8usize), (8, "fp32", 64), (16, "fp16", 16), (16, "bf16", 64)] {
+        let (wide, narrow) = (jit(lanes, true), jit(lanes, false));
+        let bm = 32usize;
+        let sig = format!("*{t},*fp32,*fp32,*fp32,i32,{bm},{bn}");
+        let x = randn(&mut rng, bm * bn, 0.3, 3.0);
+        let xh: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+        let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+        let (kw, kn) = (
+            wide.kernel("multi_sums", &sig).unwrap_or_else(|e| panic!("{e}")),
+            narrow.kernel("multi_sums", &sig).unwrap_or_else(|e| panic!("{e}")),
+        );
+        if lnc::computes_wide() {
+            assert!(kw.widened_instructions() > 0, "{t} {bn}: not widened");
+        }
+        for n in [bn as i32, bn as i32 - 3, 0] {
+            let run = |k: &lnc::Kernel, checked: bool| {
+                let (mut y, mut z, mut s) = (vec![f32::NAN; bn], vec![f32::NAN; bn], vec![f32::NAN; 1]);
+                let args = match t {
+                    "fp16" => lnc::args![&xh, &mut y, &mut z, &mut s, n],
+                    "bf16" => lnc::args![&xb, &mut y, &mut z, &mut s, n],
+                    _ => lnc::args![&x, &mut y, &mut z, &mut s, n],
+                };
+                if checked {
+                    k.launch(1, &args).unwrap_or_else(|e| panic!("{e}"));
+                } else {
+                    // SAFETY: reads BM x BN of X, writes BN of Y and Z, one of T.
+                    unsafe { k.launch_unchecked(1, &args) }.unwrap_or_else(|e| panic!("{e}"));
+                }
+                (bits(&y), bits(&z), bits(&s))
+            };
+            let want = run(&kn, true);
+            for checked in [true, false] {
+                assert!(
+                    run(&kw, checked) == want,
+                    "{t} {bn} n {n} checked {checked}: not the bits of 128-bit vectors"
                 );
             }
         }

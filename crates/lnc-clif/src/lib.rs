@@ -435,7 +435,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         // loops, then in 128-bit vectors; the listing says why.
         Err(why) => {
             let width = if zmm { 512 } else { 256 };
-            let (then, next) = if wide_extracts > 0 && !opts.stage_exits {
+            let (then, next) = if why.at_extraction() && !opts.stage_exits {
                 ("with its loops' results stored", CodegenOptions { stage_exits: true, ..*opts })
             } else if !opts.bcast_in_loop {
                 ("with its broadcasts inside the loops", CodegenOptions { bcast_in_loop: true, ..*opts })

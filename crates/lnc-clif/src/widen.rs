@@ -35,7 +35,8 @@
 //! instruction this module does not widen) and every call leave it narrow; where paths
 //! meet, it is wide only if it is on all of them. A marked store of a register that is
 //! not wide on every path is an [`Unproven`] error, and `lib.rs` compiles the kernel
-//! again: with the loops' broadcasts inside them, then narrower.
+//! again: where an extraction was refused, with the loops' results stored instead; with
+//! the loops' broadcasts inside them; then narrower.
 //!
 //! The code leaves the high halves of `ymm` registers set, which makes every SSE
 //! instruction run later wait to merge them: the runtime clears them (`vzeroupper`) when
@@ -125,6 +126,18 @@ const LEGACY_MOVES: &[Mnemonic] = &[
 /// Why the wide loops of a function could not be widened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Unproven(pub(crate) String);
+
+/// How [`Unproven`]'s message starts when an extraction placeholder reads a register not
+/// proven wide (the allocator spilled the loop's result first): `lib.rs` then compiles the
+/// kernel again with the results stored instead (`CodegenOptions::stage_exits`).
+pub(crate) const UNPROVEN_EXTRACTION: &str = "the extraction";
+
+impl Unproven {
+    /// Whether an extraction was refused ([`UNPROVEN_EXTRACTION`]).
+    pub(crate) fn at_extraction(&self) -> bool {
+        self.0.starts_with(UNPROVEN_EXTRACTION)
+    }
+}
 
 /// What an instruction becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +239,13 @@ pub(crate) fn patch(
     }
     if found && extracts_emitted == 0 {
         return Err(Unproven("a rounding toward zero or to nearest that no wide loop emitted".to_string()));
+    }
+    // Each is stored where it is made (`wide::leave`), so none is dropped: emitted and not
+    // found, they were lowered otherwise (a call, without SSE4.1), and would round lanes.
+    if !found && extracts_emitted > 0 {
+        return Err(Unproven(format!(
+            "{UNPROVEN_EXTRACTION} placeholders emitted ({extracts_emitted}) were not found"
+        )));
     }
     // The half stores of 512-bit code, each rewritten into a sequence through `ymm16`;
     // all but `fp16`'s cached one exist only there.
@@ -592,21 +612,21 @@ fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
     let bits = if zmm { 512 } else { 256 };
     for (i, d) in insts.iter().enumerate() {
         let (reg, state, what) = match d.kind {
-            Kind::Extract => (d.ins.op_register(1), low[i], "the extraction"),
-            Kind::ExtractHigh => (d.ins.op_register(1), wide[i], "the extraction"),
+            Kind::Extract => (d.ins.op_register(1), low[i], "the extraction at"),
+            Kind::ExtractHigh => (d.ins.op_register(1), wide[i], "the extraction at"),
             Kind::Store => {
                 let reg = (0..d.ins.op_count())
                     .find(|&k| d.ins.op_kind(k) == OpKind::Register)
                     .map(|k| d.ins.op_register(k))
                     .ok_or_else(|| Unproven(format!("marked store at {:#x} stores no register", d.at)))?;
-                (reg, wide[i], "the store")
+                (reg, wide[i], "the store at")
             }
             _ => continue,
         };
         if state & bit(reg) == 0 {
             let width = if d.kind == Kind::Extract && zmm { 256 } else { bits };
             return Err(Unproven(format!(
-                "{what} at {:#x} reads {reg:?}, not computed in {width} bits on every path",
+                "{what} {:#x} reads {reg:?}, not computed in {width} bits on every path",
                 d.at
             )));
         }
@@ -1060,6 +1080,9 @@ mod tests {
             );
             // A placeholder when none was emitted: a rounding of the kernel's own.
             refused(&[(LOAD, Some(LOAD_MARK)), (&low, None), (RET, None)], 0, zmm);
+            // None when some were emitted: lowered otherwise, they would round lanes.
+            let (_, r) = run_extracts(&[(LOAD, Some(LOAD_MARK)), (RET, None)], 1, zmm);
+            assert!(r.is_err_and(|e| e.at_extraction()), "zmm {zmm}");
         }
         // Lanes 8-15 of a `ymm`.
         refused(&[(LOAD, Some(LOAD_MARK)), (&high, None), (RET, None)], 1, false);
