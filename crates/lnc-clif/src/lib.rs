@@ -414,7 +414,8 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         .collect();
     let zmm = opts.wide_per() == wide::ZMM_PER;
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
-    let placeholders = widen::placeholders(&code);
+    // For the listing only: it decodes the whole function once more.
+    let placeholders = if opts.emit_text { widen::placeholders(&code) } else { 0 };
     let ymm = match widen::patch(
         &mut code,
         compiled.buffer.traps(),

@@ -608,7 +608,13 @@ fn encode_in_place(ins: &Instruction) -> Option<Vec<u8>> {
 /// in its low 256 bits, which in 512 bits the extraction of lanes 8-15 also leaves).
 fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
     let wide = analyze(insts, false);
-    let low = if zmm { analyze(insts, true) } else { wide.clone() };
+    // Only lanes 4-7 read a register wide in its low 256 bits, and only 512-bit code has
+    // such registers.
+    let low = if zmm && insts.iter().any(|d| d.kind == Kind::Extract) {
+        analyze(insts, true)
+    } else {
+        wide.clone()
+    };
     let bits = if zmm { 512 } else { 256 };
     for (i, d) in insts.iter().enumerate() {
         let (reg, state, what) = match d.kind {
