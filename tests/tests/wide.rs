@@ -801,6 +801,13 @@ fn broadcasts_inside_wide_loops_give_the_same_bits() {
     broadcasts_inside_loops::<bf16>(16, 128);
 }
 
+/// The kernels of `src` (file `name`) compiled with tiles of `lanes`, wide loops on or off.
+fn module_from(name: &str, src: &str, lanes: u8, wide: bool) -> lnc::Module {
+    lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, ..Default::default() })
+        .module(name, src)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A wide loop's result that the kernel also rounds: `tl.sum(x, axis=0)` of a 2-D block
 /// leaves a 256- or 512-bit loop as a tile of `BN` lanes, whose lanes past the first four
 /// are taken out by placeholders (lnc-clif's `wide::leave`). When those were `floor`,
@@ -825,11 +832,7 @@ def rounded_sums(X, S, F, C, BM: tl.constexpr, BN: tl.constexpr):
 
 #[test]
 fn a_wide_loops_result_rounded_by_the_kernel_keeps_its_lanes() {
-    let jit = |lanes, wide| {
-        lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, ..Default::default() })
-            .module("rounded_sums.py", ROUNDED_SUMS)
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
+    let jit = |lanes, wide| module_from("rounded_sums.py", ROUNDED_SUMS, lanes, wide);
     // fp32 in 256 bits; fp16 in 512 where the host has AVX-512.
     for (lanes, t, bn) in [(8u8, "fp32", 8usize), (8, "fp32", 32), (16, "fp16", 16), (16, "fp16", 64)] {
         let (wide, narrow) = (jit(lanes, true), jit(lanes, false));
@@ -883,11 +886,7 @@ def masked_sums(X, Y, skip, BM: tl.constexpr, BN: tl.constexpr):
 
 #[test]
 fn a_wide_loops_result_stored_under_a_mask_keeps_its_lanes() {
-    let jit = |lanes, wide| {
-        lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, ..Default::default() })
-            .module("masked_sums.py", MASKED_SUMS)
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
+    let jit = |lanes, wide| module_from("masked_sums.py", MASKED_SUMS, lanes, wide);
     for (lanes, t, bn) in [(8u8, "fp32", 8usize), (8, "fp32", 32), (16, "fp16", 16), (16, "fp16", 64)] {
         let (wide, narrow) = (jit(lanes, true), jit(lanes, false));
         let bm = 64usize;
@@ -948,11 +947,7 @@ def multi_sums(X, Y, Z, T, N, BM: tl.constexpr, BN: tl.constexpr):
 
 #[test]
 fn several_results_of_a_wide_loop_refused_in_registers_leave_through_memory() {
-    let jit = |lanes, wide| {
-        lnc::Jit::with_options(lnc::CompileOptions { lanes, wide, ..Default::default() })
-            .module("multi_sums.py", MULTI_SUMS)
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
+    let jit = |lanes, wide| module_from("multi_sums.py", MULTI_SUMS, lanes, wide);
     let mut rng = rng();
     for (lanes, t, bn) in [(8u8, "fp32", 8usize), (8, "fp32", 64), (16, "fp16", 16), (16, "bf16", 64)] {
         let (wide, narrow) = (jit(lanes, true), jit(lanes, false));

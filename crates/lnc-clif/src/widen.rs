@@ -851,6 +851,17 @@ mod tests {
         emitted: u32,
         zmm: bool,
     ) -> (Vec<u8>, Result<u32, Unproven>) {
+        run_emitted(pieces, span, (emitted, 0), zmm)
+    }
+
+    /// [`run_with`] with `emitted` the marked stores and the extraction placeholders code
+    /// generation emitted.
+    fn run_emitted(
+        pieces: &[(&[u8], Option<u8>)],
+        span: bool,
+        emitted: (u32, u32),
+        zmm: bool,
+    ) -> (Vec<u8>, Result<u32, Unproven>) {
         let mut code = Vec::new();
         let mut traps = Vec::new();
         for &(bytes, mark) in pieces {
@@ -861,7 +872,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, (emitted, 0), zmm, &mut []);
+        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut []);
         (code, r)
     }
 
@@ -958,17 +969,7 @@ mod tests {
         extracts: u32,
         zmm: bool,
     ) -> (Vec<u8>, Result<u32, Unproven>) {
-        let mut code = Vec::new();
-        let mut traps = Vec::new();
-        for &(bytes, mark) in pieces {
-            if let Some(m) = mark {
-                traps.push(MachTrap { offset: code.len() as u32, code: TrapCode::user(m).expect("nonzero") });
-            }
-            code.extend_from_slice(bytes);
-        }
-        let spans = vec![(0, code.len())];
-        let r = patch(&mut code, &traps, &spans, (0, extracts), zmm, &mut []);
-        (code, r)
+        run_emitted(pieces, true, (0, extracts), zmm)
     }
 
     /// The instructions of `code`: iced's code, first two registers and immediate.
