@@ -40,9 +40,10 @@
 //! from marked loads and broadcasts only (and moves between registers of those). When it
 //! cannot show that (a spill, an instruction it does not know), the kernel is compiled
 //! again: with the loops' results stored and loaded back where they were extracted
-//! (`CodegenOptions::stage_exits`), then with each loop's scalar broadcasts inside the loop (`CodegenOptions::bcast_in_loop`: nothing
-//! held across the loop for them, so nothing spilled), then in 256-bit loops, then
-//! without wide loops (`lib.rs`): the same results, in 128-bit vectors.
+//! (`CodegenOptions::stage_exits`), then with each loop's scalar broadcasts inside the
+//! loop (`CodegenOptions::bcast_in_loop`: nothing held across the loop for them, so
+//! nothing spilled), then in 256-bit loops, then without wide loops (`lib.rs`): the same
+//! results, in 128-bit vectors.
 
 use std::collections::HashSet;
 
@@ -483,20 +484,17 @@ pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> 
         return parts.to_vec();
     }
     let mut out = Vec::with_capacity(parts.len() * usize::from(per / 4));
-    if fx.stage_exits {
-        for &w in parts {
-            let at = slot_address(fx);
+    for &w in parts {
+        out.push(w);
+        let at = slot_address(fx);
+        if fx.stage_exits {
             fx.bcx.ins().store(marked(STORE_MARK), w, at, 0);
             fx.wide_stores += 1;
-            out.push(w);
             for k in 1..i32::from(per / 4) {
                 out.push(fx.bcx.ins().load(PART, data_flags(), at, 16 * k));
             }
+            continue;
         }
-        return out;
-    }
-    for &w in parts {
-        out.push(w);
         let mut taken = vec![fx.bcx.ins().trunc(w)];
         if per == ZMM_PER {
             let high = fx.bcx.ins().nearest(w);
@@ -506,7 +504,6 @@ pub(crate) fn leave(fx: &mut FunctionCx, ty: Ty, parts: &[Value]) -> Vec<Value> 
         // used first in two blocks that do not follow one another (the two ways of a
         // masked store), each would get a copy of its own, whose source register is no
         // longer the loop's result there, and the function would be refused.
-        let at = slot_address(fx);
         for (k, &t) in taken.iter().enumerate() {
             fx.bcx.ins().store(data_flags(), t, at, 16 * k as i32);
         }

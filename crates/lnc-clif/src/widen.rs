@@ -27,10 +27,10 @@
 //!
 //! Then it proves, by a forward data-flow analysis over the control-flow graph, that
 //! every marked store writes, and every extraction reads, a register whose high half holds
-//! the high lanes: a register
-//! is *wide* after a marked load or a broadcast, after a widened lane-wise instruction or
-//! move whose register sources are all wide, and after a zeroing `vxorps x, y, y` (inside
-//! a wide loop's code or not: a VEX instruction zeroes the bits above its width); any
+//! the high lanes: a register is *wide* after a marked load or a broadcast, after a
+//! widened lane-wise instruction or move whose register sources are all wide, and after a
+//! zeroing `vxorps x, y, y` (inside a wide loop's code or not: a VEX instruction zeroes
+//! the bits above its width); any
 //! other write (a spill reload, a move without VEX outside a wide loop's code, an
 //! instruction this module does not widen) and every call leave it narrow; where paths
 //! meet, it is wide only if it is on all of them. A marked store of a register that is
@@ -227,9 +227,7 @@ pub(crate) fn patch(
     // into blocks that do not follow one another; each copy is proven and rewritten.
     let mut found = false;
     for d in insts.iter_mut() {
-        if !matches!(d.ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps)
-            || !matches!(ins_mode(&d.ins), 0 | 3)
-        {
+        if !extracting_rounding(&d.ins) {
             continue;
         }
         d.kind = placeholder_kind(&d.ins, zmm).ok_or_else(|| {
@@ -536,12 +534,15 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
 /// all of them or refuses the function).
 pub(crate) fn placeholders(code: &[u8]) -> u32 {
     match decode(code) {
-        Ok((insts, _)) => insts
-            .iter()
-            .filter(|d| d.ins.mnemonic() == Mnemonic::Vroundps && matches!(ins_mode(&d.ins), 0 | 3))
-            .count() as u32,
+        Ok((insts, _)) => insts.iter().filter(|d| extracting_rounding(&d.ins)).count() as u32,
         Err(_) => 0,
     }
+}
+
+/// Whether `ins` rounds `f32` lanes toward zero or to nearest: a placeholder of
+/// `wide::leave`, or a form of one [`patch`] refuses.
+fn extracting_rounding(ins: &Instruction) -> bool {
+    matches!(ins.mnemonic(), Mnemonic::Vroundps | Mnemonic::Roundps) && matches!(ins_mode(ins), 0 | 3)
 }
 
 /// The rounding mode of `ins`, a rounding instruction (the low two bits of its immediate;
@@ -610,10 +611,12 @@ fn proven(insts: &[Decoded], zmm: bool) -> Result<(), Unproven> {
     let wide = analyze(insts, false);
     // Only lanes 4-7 read a register wide in its low 256 bits, and only 512-bit code has
     // such registers.
+    let low_only;
     let low = if zmm && insts.iter().any(|d| d.kind == Kind::Extract) {
-        analyze(insts, true)
+        low_only = analyze(insts, true);
+        &low_only
     } else {
-        wide.clone()
+        &wide
     };
     let bits = if zmm { 512 } else { 256 };
     for (i, d) in insts.iter().enumerate() {
