@@ -102,6 +102,7 @@ use std::alloc::Layout;
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::abi::{Bounds, Fault, KernelFn, NO_FAULT, ProgramCtx, Status, ZEROED_SCRATCH_BYTES};
 
@@ -298,12 +299,98 @@ pub unsafe fn launch(
     // 0.5-1 ms launches of the seed kernels at 4096 x 512); the range counters hand the
     // chunks they would have taken to the workers already running.
     let work = &work;
+    // Threads still awake after the last launch go back to the pool (see `linger`).
+    let launch = LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1;
     match pool {
         Some(p) => p.in_place_scope(|s| run_workers(s, workers, work)),
         None => rayon::in_place_scope(|s| run_workers(s, workers, work)),
     }
+    keep_awake(pool, workers, launch);
     let first = first.into_inner().unwrap_or_else(|p| p.into_inner());
     first.map_or(Ok(()), |f| Err(f.1))
+}
+
+/// Multi-worker launches started so far; a thread kept awake by [`keep_awake`] returns to
+/// its pool when another one starts.
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// [`linger`] in nanoseconds.
+static LINGER_NS: AtomicU64 = AtomicU64::new(DEFAULT_LINGER.as_nanos() as u64);
+
+/// How long the pool's threads stay awake after a launch by default ([`set_linger`]).
+///
+/// A rayon thread that finds no work falls asleep within microseconds, and waking it
+/// takes 15-40 µs on this machine (a VM: the idle virtual CPU halts). Measured with a
+/// kernel whose 4096 programs take 150 ns each (2 threads, 307 µs of work each): launched
+/// 50 µs after the last one, the second thread started 21 µs late (median of 200) and the
+/// launch took 328.5 µs; after a cache flush on the pool, as in lnc-bench, 30-37 µs late
+/// and 337-345 µs. Kept awake, it started within 0.4-2.4 µs and the launches took
+/// 310-313 µs, against 310 back to back. On the seed forward (2 threads, 4096 rows,
+/// caches flushed on the pool, launches kept awake after or not alternated in one
+/// process, 60 of each), 17-24 µs less per launch: `fp16` 246 → 222 µs at N = 512, 339 →
+/// 319 at 768, 437 → 417 at 1000; `fp32` 462 → 435 at 512, 579 → 567 at 768.
+pub const DEFAULT_LINGER: Duration = Duration::from_micros(100);
+
+/// Sets how long the threads of a launch's pool stay awake once their work is done, so
+/// that the next launch finds them running instead of waking them (process-wide): each
+/// runs the pool's other jobs meanwhile (`rayon::yield_now`), and goes back to the pool
+/// when a new launch starts or when it has found nothing to do for that long. Zero: not
+/// at all. The cost, as with an OpenMP runtime that spins before it sleeps: up to that
+/// long of a core's time after each launch with more than one worker, and a thread of the
+/// pool that takes up such a wait while it waits for work of its own (inside a `join`)
+/// notices its own work done only when it leaves.
+pub fn set_linger(d: Duration) {
+    LINGER_NS.store(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// How long the threads of a launch's pool stay awake once their work is done
+/// ([`set_linger`]; [`DEFAULT_LINGER`] unless set).
+pub fn linger() -> Duration {
+    Duration::from_nanos(LINGER_NS.load(Ordering::Relaxed))
+}
+
+/// Threads of any pool kept awake by launches now ([`set_linger`]).
+pub fn lingering() -> u64 {
+    LINGERING.load(Ordering::Relaxed)
+}
+
+/// [`lingering`].
+static LINGERING: AtomicU64 = AtomicU64::new(0);
+
+/// Keeps up to `workers - 1` threads of the launch's pool awake after launch number
+/// `launch`: each runs the pool's jobs as they come and leaves when another launch starts
+/// or after [`linger`] without work.
+fn keep_awake(pool: Option<&rayon::ThreadPool>, workers: u64, launch: u64) {
+    let limit = linger();
+    if limit.is_zero() {
+        return;
+    }
+    // Not the calling thread: a job spawned from a pool's thread goes to its own queue,
+    // where it could take it up itself while it waits for other work of the pool, and
+    // stay there instead of returning to its caller.
+    let caller = std::thread::current().id();
+    for _ in 1..workers {
+        let stay = move || {
+            if std::thread::current().id() == caller {
+                return;
+            }
+            LINGERING.fetch_add(1, Ordering::Relaxed);
+            let mut idle = Instant::now();
+            while LAUNCHES.load(Ordering::Relaxed) == launch {
+                match rayon::yield_now() {
+                    Some(rayon::Yield::Executed) => idle = Instant::now(),
+                    // `None` (not on a pool's thread) cannot happen: the job runs in a pool.
+                    _ if idle.elapsed() >= limit => break,
+                    _ => std::hint::spin_loop(),
+                }
+            }
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+        };
+        match pool {
+            Some(p) => p.spawn(stay),
+            None => rayon::spawn(stay),
+        }
+    }
 }
 
 /// The length of the chunks of a grid of `total` programs on `threads` threads: odd, at
