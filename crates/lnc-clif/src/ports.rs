@@ -37,7 +37,6 @@
 //! 99.6-121 ns at N = 768-1024 against 99.3-124.5, `fp32` 115-155 against 118-168), and
 //! 5-20 % slower with every movable subtraction fused.
 
-
 use std::collections::HashSet;
 
 use lnc_lir::{self as lir, BinOp, Opcode, Ty, UnOp};

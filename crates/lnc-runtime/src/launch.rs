@@ -299,25 +299,28 @@ pub unsafe fn launch(
     // 0.5-1 ms launches of the seed kernels at 4096 x 512); the range counters hand the
     // chunks they would have taken to the workers already running.
     let work = &work;
-    // Threads still awake after the last launch go back to the pool (see `linger`).
-    let launch = LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1;
+    // Threads kept awake after an earlier launch go back to their pool ([`set_linger`]).
+    let launch = if workers > 1 { LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
     match pool {
         Some(p) => p.in_place_scope(|s| run_workers(s, workers, work)),
         None => rayon::in_place_scope(|s| run_workers(s, workers, work)),
     }
-    keep_awake(pool, workers, launch);
+    if workers > 1 {
+        keep_awake(pool, workers, launch);
+    }
     let first = first.into_inner().unwrap_or_else(|p| p.into_inner());
     first.map_or(Ok(()), |f| Err(f.1))
 }
 
-/// Multi-worker launches started so far; a thread kept awake by [`keep_awake`] returns to
-/// its pool when another one starts.
+/// Launches with more than one worker started so far, on any pool; a thread kept awake
+/// after one ([`keep_awake`]) goes back to its pool when another starts.
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 /// [`linger`] in nanoseconds.
 static LINGER_NS: AtomicU64 = AtomicU64::new(DEFAULT_LINGER.as_nanos() as u64);
 
-/// How long the pool's threads stay awake after a launch by default ([`set_linger`]).
+/// How long the pool's threads stay awake after a launch without work, by default
+/// ([`set_linger`]).
 ///
 /// A rayon thread that finds no work falls asleep within microseconds, and waking it
 /// takes 15-40 µs on this machine (a VM: the idle virtual CPU halts). Measured with a
@@ -331,20 +334,28 @@ static LINGER_NS: AtomicU64 = AtomicU64::new(DEFAULT_LINGER.as_nanos() as u64);
 /// 319 at 768, 437 → 417 at 1000; `fp32` 462 → 435 at 512, 579 → 567 at 768.
 pub const DEFAULT_LINGER: Duration = Duration::from_micros(100);
 
+/// How much longer than [`linger`] a thread kept awake may stay while it finds work to
+/// run: enough for lnc-bench's cache flush between launches (64 MiB written on the pool,
+/// 2.2 ms here), and a bound on how long a thread that took up such a wait inside a wait
+/// of its own (a `join`) notices its own work done late.
+pub const LINGER_WITH_WORK: Duration = Duration::from_millis(5);
+
 /// Sets how long the threads of a launch's pool stay awake once their work is done, so
-/// that the next launch finds them running instead of waking them (process-wide): each
-/// runs the pool's other jobs meanwhile (`rayon::yield_now`), and goes back to the pool
-/// when a new launch starts or when it has found nothing to do for that long. Zero: not
-/// at all. The cost, as with an OpenMP runtime that spins before it sleeps: up to that
-/// long of a core's time after each launch with more than one worker, and a thread of the
-/// pool that takes up such a wait while it waits for work of its own (inside a `join`)
-/// notices its own work done only when it leaves.
+/// that the next launch finds them running instead of waking them (process-wide): up to
+/// `workers - 1` of them (not the calling thread) run the pool's other jobs meanwhile
+/// (`rayon::yield_now`), and go back to the pool when a launch with more than one worker
+/// starts (on any pool), when they have found nothing to do for that long, or at most
+/// [`LINGER_WITH_WORK`] after that in all. Zero: not at all. The cost, as with an OpenMP
+/// runtime that spins before it sleeps: up to that long of a core's time after each
+/// launch with more than one worker; and a thread of the pool that takes up such a wait
+/// while it waits for work of its own (inside a `join`) notices its own work done only
+/// when it leaves.
 pub fn set_linger(d: Duration) {
     LINGER_NS.store(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
-/// How long the threads of a launch's pool stay awake once their work is done
-/// ([`set_linger`]; [`DEFAULT_LINGER`] unless set).
+/// How long the threads of a launch's pool stay awake once their work is done without
+/// finding any ([`set_linger`]; [`DEFAULT_LINGER`] unless set).
 pub fn linger() -> Duration {
     Duration::from_nanos(LINGER_NS.load(Ordering::Relaxed))
 }
@@ -357,39 +368,53 @@ pub fn lingering() -> u64 {
 /// [`lingering`].
 static LINGERING: AtomicU64 = AtomicU64::new(0);
 
-/// Keeps up to `workers - 1` threads of the launch's pool awake after launch number
-/// `launch`: each runs the pool's jobs as they come and leaves when another launch starts
-/// or after [`linger`] without work.
+thread_local! {
+    /// The launch this thread is kept awake after, and when that began
+    /// ([`keep_awake`]); `None` when it is not.
+    static AWAKE_AFTER: Cell<Option<(u64, Instant)>> = const { Cell::new(None) };
+}
+
+/// Keeps up to `workers - 1` threads of the launch's pool other than the calling one
+/// awake after launch number `launch` ([`set_linger`]). One job per thread of the pool
+/// (a broadcast: no thread can take up another's), of which the first `workers - 1` to
+/// run on a thread other than the caller stay.
 fn keep_awake(pool: Option<&rayon::ThreadPool>, workers: u64, launch: u64) {
     let limit = linger();
     if limit.is_zero() {
         return;
     }
-    // Not the calling thread: a job spawned from a pool's thread goes to its own queue,
-    // where it could take it up itself while it waits for other work of the pool, and
-    // stay there instead of returning to its caller.
     let caller = std::thread::current().id();
-    for _ in 1..workers {
-        let stay = move || {
-            if std::thread::current().id() == caller {
-                return;
-            }
-            LINGERING.fetch_add(1, Ordering::Relaxed);
-            let mut idle = Instant::now();
-            while LAUNCHES.load(Ordering::Relaxed) == launch {
-                match rayon::yield_now() {
-                    Some(rayon::Yield::Executed) => idle = Instant::now(),
-                    // `None` (not on a pool's thread) cannot happen: the job runs in a pool.
-                    _ if idle.elapsed() >= limit => break,
-                    _ => std::hint::spin_loop(),
-                }
-            }
-            LINGERING.fetch_sub(1, Ordering::Relaxed);
-        };
-        match pool {
-            Some(p) => p.spawn(stay),
-            None => rayon::spawn(stay),
+    let slots = std::sync::Arc::new(AtomicU64::new(workers - 1));
+    let stay = move |_: rayon::BroadcastContext<'_>| {
+        if std::thread::current().id() == caller
+            || slots.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_err()
+        {
+            return;
         }
+        // Already awake after an earlier launch, in a job this one runs (the thread took it
+        // up inside that job's `yield_now`): that job stays for this launch instead.
+        if AWAKE_AFTER.with(|a| a.replace(Some((launch, Instant::now())))).is_some() {
+            return;
+        }
+        LINGERING.fetch_add(1, Ordering::Relaxed);
+        let mut idle = Instant::now();
+        while let Some((after, since)) = AWAKE_AFTER.with(Cell::get) {
+            if LAUNCHES.load(Ordering::Relaxed) != after || since.elapsed() >= limit + LINGER_WITH_WORK {
+                break;
+            }
+            match rayon::yield_now() {
+                Some(rayon::Yield::Executed) => idle = Instant::now(),
+                // `None` (not on a pool's thread) cannot happen: the job runs in a pool.
+                _ if idle.elapsed() >= limit => break,
+                _ => std::hint::spin_loop(),
+            }
+        }
+        AWAKE_AFTER.with(|a| a.set(None));
+        LINGERING.fetch_sub(1, Ordering::Relaxed);
+    };
+    match pool {
+        Some(p) => p.spawn_broadcast(stay),
+        None => rayon::spawn_broadcast(stay),
     }
 }
 

@@ -46,43 +46,46 @@ fn until_lingering(n: u64, within: Duration) -> bool {
 #[test]
 fn threads_kept_awake_run_the_pools_work_and_leave_when_a_launch_starts() {
     assert_eq!(linger(), DEFAULT_LINGER);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool of 2 threads");
-    // Long enough that anything waiting for the kept thread to leave by itself would fail
+    // Long enough that anything waiting for a kept thread to leave by itself would fail
     // the bounds below.
     let long = Duration::from_secs(60);
     let bound = Duration::from_secs(20);
     set_linger(long);
     assert_eq!(linger(), long);
 
-    // Launched from outside the pool and from one of its threads (whose jobs go to its
-    // own queue), a two-worker launch keeps the other thread awake.
-    for inside in [false, true] {
-        if inside {
-            pool.install(|| run(&pool, 4096));
-        } else {
+    for threads in [2u64, 3] {
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(threads as usize).build().expect("a pool of threads");
+        // Launched from outside the pool and from one of its threads, a launch with a
+        // worker on each thread keeps the others awake: each its own.
+        for inside in [false, true] {
+            let what = format!("{threads} threads, launched inside the pool: {inside}");
+            if inside {
+                pool.install(|| run(&pool, 4096));
+            } else {
+                run(&pool, 4096);
+            }
+            assert!(until_lingering(threads - 1, bound), "{what}: {} kept awake", lingering());
+
+            // The kept threads run the pool's work: a broadcast (a job for every thread,
+            // which only that thread runs) and a parallel sum.
+            let start = Instant::now();
+            let ids = pool.broadcast(|c| c.index());
+            assert_eq!(ids.len() as u64, threads);
+            let sum: u64 = pool.install(|| (0..100_000u64).into_par_iter().sum());
+            assert_eq!(sum, 100_000 * 99_999 / 2);
+            assert!(start.elapsed() < bound, "{what}: the pool's work waited {:?}", start.elapsed());
+
+            // A new launch sends them back to the pool; without a linger none stays.
+            set_linger(Duration::ZERO);
             run(&pool, 4096);
+            assert!(until_lingering(0, bound), "{what}: {} still kept awake", lingering());
+            set_linger(long);
         }
-        assert!(until_lingering(1, bound), "inside the pool: {inside}: {} kept awake", lingering());
-
-        // The kept thread runs the pool's work: a parallel sum, a broadcast (a job queued
-        // for every thread), and a launch from inside the pool.
-        let start = Instant::now();
-        let sum: u64 = pool.install(|| (0..100_000u64).into_par_iter().sum());
-        assert_eq!(sum, 100_000 * 99_999 / 2);
-        let ids = pool.broadcast(|c| c.index());
-        assert_eq!(ids.len(), 2);
-        assert!(start.elapsed() < bound, "the pool's work waited {:?}", start.elapsed());
-
-        // A new launch sends it back to the pool; without a linger none stays.
-        set_linger(Duration::ZERO);
-        run(&pool, 4096);
-        assert!(until_lingering(0, bound), "{} still kept awake", lingering());
-        set_linger(long);
+        // A one-program launch runs on the calling thread and keeps none awake.
+        run(&pool, 1);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(lingering(), 0);
     }
-
-    // A one-program launch runs on the calling thread and keeps none awake.
-    run(&pool, 1);
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(lingering(), 0);
     set_linger(DEFAULT_LINGER);
 }

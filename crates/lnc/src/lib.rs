@@ -41,7 +41,7 @@ pub use lnc_diag::{Diagnostic, SourceFile};
 pub use lnc_front::Signature;
 pub use lnc_runtime::Programs;
 /// How long the threads of a launch's pool stay awake for the next launch.
-pub use lnc_runtime::{DEFAULT_LINGER, linger, lingering, set_linger};
+pub use lnc_runtime::{DEFAULT_LINGER, LINGER_WITH_WORK, linger, lingering, set_linger};
 pub use module::{KernelInfo, Module, ParamInfo};
 pub use pipeline::{CLIF_AFTER, CLIF_BEFORE, CompileOptions, Dump, DumpRequest, Timings};
 pub use stage::Stage;
