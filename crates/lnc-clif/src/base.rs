@@ -179,7 +179,7 @@ pub(crate) fn codegen_fn(
     let ranges = lir::ranges::Ranges::analyze(f);
     let wide_per = opts.wide_per();
     let wide_loops = if opts.wide && crate::marks::isa_has(module.isa(), "has_avx2") {
-        crate::wide::loops(f, opts.f16c && crate::f16c::available(module.isa()), wide_per)
+        crate::wide::loops(f, &ranges, opts.f16c && crate::f16c::available(module.isa()), wide_per)
     } else {
         HashSet::new()
     };

@@ -238,8 +238,9 @@ pub(crate) fn uses_of<'a>(fx: &'a mut FunctionCx) -> &'a HashMap<lir::Value, Vec
 }
 
 /// Whether every use of `v` is float arithmetic (`+ - * /`), directly or through casts to
-/// a float type (free for a half value, already held as `f32`): then a NaN loaded into `v`
-/// needs no quieting.
+/// a float type (free for a half value, already held as `f32`) and selects that pass it on
+/// (a row's last tile of sums, `select(q, x, -0.0)`, lnc-tile's `overlap`): then a NaN
+/// loaded into `v` needs no quieting, since the arithmetic quiets it.
 pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
     let f = fx.f;
     let uses = uses_of(fx);
@@ -261,6 +262,7 @@ pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
                     }
                     todo.push(r);
                 }
+                Opcode::Select if d.args[0] != v && d.results.len() == 1 => todo.push(d.results[0]),
                 _ => return false,
             }
         }

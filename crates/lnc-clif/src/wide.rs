@@ -10,8 +10,10 @@
 //! unmasked load or store of `fp32` (of `fp16` converted by F16C, of half rows in scratch;
 //! or a load of `bf16` that only arithmetic uses, [`BF16_LOAD_MARK`]), a splat, `+ - * /`,
 //! `fma`, `sqrt` or an exact cast, of tiles of a multiple of 8 lanes (16 in 512-bit
-//! loops); every tile it uses is made inside it or carried by it; and its carried tiles
-//! start as splats. Such a loop is
+//! loops), or a select of the lanes of `iota(t) >= splat(s)` ([`lane_select_mask`]: the
+//! lanes of a row's last tile that a sum has not counted, lnc-tile's `overlap`); every
+//! tile it uses is made inside it or carried by it; and its carried tiles start as
+//! splats. Such a loop is
 //! emitted with one Cranelift `f32x4` value per 8 lanes (a *wide part*, `Tile { per: 8 }`):
 //! its low 128 bits are what Cranelift computes, its high 128 bits what module `widen`
 //! makes the same instructions compute after compilation, by setting the `L` bit of their
@@ -20,10 +22,11 @@
 //! to twice their memory. Lane-wise register instructions are widened inside the loop's
 //! code, found by the source location every instruction of the loop carries ([`srcloc`]).
 //!
-//! Values enter the loop through the program's scratch area (bytes of its
-//! own for each, [`staging_offset`]): an accumulator that starts as a splat, and each
-//! constant the loop uses, as a broadcast of the scalar stored there ([`enter_splat`],
-//! [`broadcast_constants`]). A result leaves in registers: its first four lanes are the
+//! Values enter the loop through the program's scratch area (bytes of its own for each,
+//! [`staging_offset`]): an accumulator that starts as a splat, and each constant the loop
+//! uses (and, in a loop with a select, each scalar from outside it), as a broadcast of the
+//! scalar stored there ([`enter_splat`], [`broadcast_constants`]). A result leaves in
+//! registers: its first four lanes are the
 //! wide part itself, the others are taken out of it by placeholders (`trunc`, `nearest`)
 //! that module `widen` makes `vextractf128`, `vextractf32x4` and `vextractf64x4`
 //! ([`leave`]).
@@ -139,11 +142,21 @@ fn bf16_for_arithmetic(
     v: lir::Value,
     per: u8,
 ) -> bool {
+    let only_by = |r: lir::Value, ok: &dyn Fn(&lir::InstData) -> bool| {
+        uses.get(&r).is_some_and(|us| us.iter().all(|&u| ok(&f.insts[u])))
+    };
+    let computes = |d: &lir::InstData| {
+        matches!(d.opcode, Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div))
+    };
+    // Or through a select that passes it on to such arithmetic (a row's last tile of sums,
+    // `select(q, x, -0.0)`), which quiets a NaN as well (`half::only_arithmetic`).
     let arithmetic = |r: lir::Value| {
-        uses.get(&r).is_some_and(|us| {
-            us.iter().all(|&u| {
-                matches!(f.insts[u].opcode, Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div))
-            })
+        only_by(r, &|d: &lir::InstData| {
+            computes(d)
+                || (d.opcode == Opcode::Select
+                    && d.args[0] != r
+                    && d.results.len() == 1
+                    && only_by(d.results[0], &computes))
         })
     };
     matches!(f.ty(v), Ty::Tile(DType::BF16, lanes) if lanes % per == 0)
@@ -160,24 +173,100 @@ fn bf16_for_arithmetic(
 
 /// Whether some loop of `f` is emitted with wide parts ([`loops`], stopping at the first).
 pub(crate) fn any_loop(f: &lir::Function, f16c: bool, per: u8) -> bool {
+    let ranges = lir::ranges::Ranges::analyze(f);
     let mut found = false;
-    f.walk(|i| found = found || (f.insts[i].opcode == Opcode::For && eligible(f, i, f16c, per)));
+    f.walk(|i| found = found || (f.insts[i].opcode == Opcode::For && eligible(f, &ranges, i, f16c, per)));
     found
 }
 
 /// The loops of `f` emitted with wide parts of `per` lanes; `f16c`: `fp16` tiles convert
-/// with F16C.
-pub(crate) fn loops(f: &lir::Function, f16c: bool, per: u8) -> HashSet<lir::Inst> {
+/// with F16C; `ranges`: the intervals of `f`'s integers.
+pub(crate) fn loops(
+    f: &lir::Function,
+    ranges: &lir::ranges::Ranges,
+    f16c: bool,
+    per: u8,
+) -> HashSet<lir::Inst> {
     let mut out = HashSet::new();
     f.walk(|i| {
-        if f.insts[i].opcode == Opcode::For && eligible(f, i, f16c, per) {
+        if f.insts[i].opcode == Opcode::For && eligible(f, ranges, i, f16c, per) {
             out.insert(i);
         }
     });
     out
 }
 
-fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool, per: u8) -> bool {
+/// The definition of `v` when it is an instruction's result.
+fn def_of(f: &lir::Function, v: lir::Value) -> Option<&lir::InstData> {
+    match f.values[v].def {
+        lir::ValueDef::Result(i, _) => Some(&f.insts[i]),
+        lir::ValueDef::RegionArg(..) => None,
+    }
+}
+
+/// Whether `q` (a lane mask of a loop whose instructions use values as `uses` says) is
+/// `iota(t) >= splat(s)` of `i32` lanes, computed in the loop, whose lanes cannot wrap
+/// (`t` plus the lanes stays an `i32`, from `ranges`), and only selects between two
+/// `fp32` tiles of wide parts use it: lnc-tile's `overlap` picks so the lanes of a row's
+/// last tile that a sum has not counted. [`codegen_inst`] emits the select alone, as
+/// `x ^ ((x ^ z) & m)` with `m` the first `s - t` lanes set, loaded from [`LANES_BELOW`]:
+/// comparisons and blends have no 512-bit form that writes a vector, and a vector of lane
+/// numbers would come from Cranelift's constant pool, 16 bytes that are not widened.
+fn lane_select_mask(
+    f: &lir::Function,
+    ranges: &lir::ranges::Ranges,
+    uses: &std::collections::HashMap<lir::Value, Vec<lir::Inst>>,
+    q: lir::Value,
+    per: u8,
+) -> bool {
+    let Some(cmp) = def_of(f, q) else { return false };
+    let Ty::Tile(DType::I1, lanes) = f.ty(q) else { return false };
+    if cmp.opcode != Opcode::Cmp(lir::CmpOp::Ge) || lanes % per != 0 || lanes > 64 {
+        return false;
+    }
+    let (Some(iota), Some(splat)) = (def_of(f, cmp.args[0]), def_of(f, cmp.args[1])) else { return false };
+    let i32t = Ty::Scalar(DType::I32);
+    let only = |v: lir::Value, k: usize| {
+        uses.get(&v)
+            .is_some_and(|us| us.iter().all(|&u| f.insts[u].args.iter().position(|&a| a == v) == Some(k)))
+    };
+    iota.opcode == Opcode::Iota
+        && f.ty(iota.args[0]) == i32t
+        && ranges.of(f, iota.args[0]).1 + i128::from(lanes) - 1 <= i128::from(i32::MAX)
+        && splat.opcode == Opcode::Splat
+        && f.ty(splat.args[0]) == i32t
+        && only(cmp.args[0], 0)
+        && only(cmp.args[1], 1)
+        && uses.get(&q).is_some_and(|us| {
+            us.iter().all(|&u| {
+                let s = &f.insts[u];
+                s.opcode == Opcode::Select
+                    && s.args[0] == q
+                    && s.args[1..]
+                        .iter()
+                        .all(|&a| a != q && wide_tile(f.ty(a), per) && f.ty(a).lanes() == lanes)
+            })
+        })
+        && [cmp.args[0], cmp.args[1]].iter().all(|v| {
+            uses.get(v).is_some_and(|us| {
+                us.iter().all(|&u| f.insts[u].opcode == cmp.opcode && f.insts[u].results[0] == q)
+            })
+        })
+}
+
+/// Masks of lanes below a count, for [`lane_select_mask`]'s selects: 64 lanes set, then 64
+/// clear. The lanes from index `64 - k` on have the first `k` set.
+static LANES_BELOW: [i32; 128] = {
+    let mut t = [0; 128];
+    let mut i = 0;
+    while i < 64 {
+        t[i] = -1;
+        i += 1;
+    }
+    t
+};
+
+fn eligible(f: &lir::Function, ranges: &lir::ranges::Ranges, l: lir::Inst, f16c: bool, per: u8) -> bool {
     let data = &f.insts[l];
     let [region] = &data.regions[..] else { return false };
     if !data.results.iter().all(|&r| !f.ty(r).is_tile() || wide_tile(f.ty(r), per)) {
@@ -260,8 +349,23 @@ fn eligible(f: &lir::Function, l: lir::Inst, f16c: bool, per: u8) -> bool {
                     }
                     _ => false,
                 },
+                Opcode::Splat | Opcode::Iota if f.ty(d.args[0]) == Ty::Scalar(DType::I32) => {
+                    uses.get(&d.results[0]).is_some_and(|us| {
+                        us.iter().all(|&u| {
+                            f.insts[u]
+                                .results
+                                .first()
+                                .is_some_and(|&q| lane_select_mask(f, ranges, &uses, q, per))
+                        })
+                    })
+                }
                 Opcode::Splat => {
                     result.is_some_and(|t| wide_tile(t, per)) && f.ty(d.args[0]) == Ty::Scalar(DType::F32)
+                }
+                Opcode::Cmp(_) => lane_select_mask(f, ranges, &uses, d.results[0], per),
+                Opcode::Select => {
+                    lane_select_mask(f, ranges, &uses, d.args[0], per)
+                        && result.is_some_and(|t| wide_tile(t, per))
                 }
                 Opcode::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)
                 | Opcode::Fma
@@ -539,7 +643,11 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
 /// scratch of its own instead (stored as `i32`, broadcast from memory as `f32`). With
 /// `bcast_in_loop` ([`crate::CodegenOptions::bcast_in_loop`]) those and the other `f32`
 /// scalars defined in front of the loop are only stored there, and [`parts`] broadcasts
-/// them from memory inside the loop, where they are used.
+/// them from memory inside the loop, where they are used. In a loop with a select (the
+/// last tile of a row's sums) every `fp32` scalar from outside the loop goes so too: there
+/// Cranelift merged the broadcast of the seed dx kernel's mean with the same broadcast in
+/// the pass's steady loop, which reached the tile through a spill and a reload without
+/// VEX, and the 512-bit proof failed.
 pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(), CodegenError> {
     let f = fx.f;
     let bf16_store = f.insts[l].regions[0].insts.iter().any(|&i| {
@@ -558,16 +666,21 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
         fx.bf16_consts = Some(consts);
     }
     let mut done = HashSet::new();
-    for &i in &f.insts[l].regions[0].insts {
+    let body = &f.insts[l].regions[0].insts;
+    let selects = body.iter().any(|&i| f.insts[i].opcode == Opcode::Select);
+    for &i in body {
         let d = &f.insts[i];
         if !d.results.iter().any(|&r| f.ty(r).is_tile()) {
             continue;
         }
         for &a in &d.args {
             let constant = matches!(f.values[a].def, lir::ValueDef::Result(c, _) if matches!(f.insts[c].opcode, Opcode::Const(_)));
-            // With `bcast_in_loop`, every `f32` scalar defined in front of the loop.
+            // With `bcast_in_loop`, every `f32` scalar defined in front of the loop; in a
+            // loop with a select, every one from outside it.
             let before = fx.bcast_in_loop && matches!(fx.val(a), Ok(CVal::Scalar(_)));
-            if f.ty(a) != Ty::Scalar(DType::F32) || !(constant || before) || !done.insert(a) {
+            let outside =
+                selects && matches!(f.values[a].def, lir::ValueDef::Result(c, _) if !body.contains(&c));
+            if f.ty(a) != Ty::Scalar(DType::F32) || !(constant || before || outside) || !done.insert(a) {
                 continue;
             }
             let s = fx.scalar(a)?;
@@ -722,6 +835,42 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
         // Half lanes are held in `f32` (exact), and a rounding to `fp16` is left to the
         // stores using it ([`eligible`]).
         Opcode::Cast => parts(fx, data.args[0], count(f.ty(data.args[0])))?,
+        // The lane masks of selects, which compute them ([`lane_select_mask`]).
+        Opcode::Iota | Opcode::Cmp(_) => return Ok(()),
+        Opcode::Splat if f.ty(data.args[0]) == Ty::Scalar(DType::I32) => return Ok(()),
+        Opcode::Select => {
+            let ty = f.ty(result.ok_or_else(invalid)?);
+            let n = count(ty);
+            let cmp = def_of(f, data.args[0]).ok_or_else(invalid)?;
+            let (iota, splat) =
+                (def_of(f, cmp.args[0]).ok_or_else(invalid)?, def_of(f, cmp.args[1]).ok_or_else(invalid)?);
+            let (t, from) = (fx.scalar(iota.args[0])?, fx.scalar(splat.args[0])?);
+            let (x, z) = (parts(fx, data.args[1], n)?, parts(fx, data.args[2], n)?);
+            let b = &mut fx.bcx;
+            let wide = |b: &mut cranelift_frontend::FunctionBuilder, v: Value| {
+                if b.func.dfg.value_type(v) == types::I64 { v } else { b.ins().sextend(types::I64, v) }
+            };
+            // The lanes below `from - t` (clamped to the tile) are the ones not selected;
+            // the iota's lanes do not wrap ([`lane_select_mask`]).
+            let (t, from) = (wide(b, t), wide(b, from));
+            let below = b.ins().isub(from, t);
+            let (zero, all) =
+                (b.ins().iconst(types::I64, 0), b.ins().iconst(types::I64, i64::from(ty.lanes())));
+            let below = b.ins().smax(below, zero);
+            let below = b.ins().smin(below, all);
+            let table = b.ins().iconst(types::I64, LANES_BELOW.as_ptr() as i64 + 4 * 64);
+            let back = b.ins().ishl_imm_u(below, 2);
+            let at = b.ins().isub(table, back);
+            let mut out = Vec::with_capacity(n);
+            for j in 0..n {
+                let m = load_part(fx, at, 4 * i32::from(per) * j as i32);
+                let b = &mut fx.bcx;
+                let d = b.ins().bxor(x[j], z[j]);
+                let d = b.ins().band(d, m);
+                out.push(b.ins().bxor(x[j], d));
+            }
+            out
+        }
         Opcode::Splat => {
             let n = count(f.ty(result.ok_or_else(invalid)?));
             parts(fx, data.args[0], n)?

@@ -559,30 +559,56 @@ fn split(f: &mut Function, c: &Cand, parent: Parent, read: &HashSet<u32>) {
         }
     }
     insert_before(f, parent, l, &new);
+    // The instructions after the scalar tail that end the split, and its results.
+    let mut after_tail = Vec::new();
+    let mut ends = None;
     if let Some(t) = &overlap {
-        // The tile continues the scalar tail's sums: its results replace the loop's.
         let old = f.insts[l].results.clone();
-        let map: HashMap<Value, Value> = old.iter().copied().zip(f.insts[t.tile].results.clone()).collect();
-        replace_uses(f, &map);
-        f.insts[t.tile].args.extend(old);
+        let tile_results = f.insts[t.tile].results.clone();
+        if t.fresh.is_empty() {
+            // The tile continues the scalar tail's sums: its results replace the loop's.
+            let map: HashMap<Value, Value> = old.iter().copied().zip(tile_results.iter().copied()).collect();
+            replace_uses(f, &map);
+            f.insts[t.tile].args.extend(old);
+            after_tail.push(t.tile);
+            ends = Some((t.tile, tile_results));
+        } else {
+            // The tile's sums start from splats; the scalar tail's are added to them.
+            let span = f.spans[t.tile];
+            let starts: Vec<Value> = t.fresh.iter().map(|&i| f.insts[i].results[0]).collect();
+            f.insts[t.tile].args.extend(starts);
+            after_tail.extend(t.fresh.iter().copied());
+            after_tail.push(t.tile);
+            let mut map = HashMap::new();
+            let mut sums = Vec::new();
+            for (&o, &r) in old.iter().zip(&tile_results) {
+                let add = f.create_inst(Opcode::Binary(BinOp::Add), vec![o, r], &[f.ty(o)], span);
+                sums.push(f.insts[add].results[0]);
+                map.insert(o, f.insts[add].results[0]);
+                after_tail.push(add);
+            }
+            // Before the additions are placed: they keep reading the scalar tail's sums.
+            replace_uses(f, &map);
+            ends = Some((*after_tail.last().unwrap_or(&t.tile), sums));
+        }
         let region = crate::rewrite::region_mut(f, parent);
         let at = region.insts.iter().position(|&i| i == l).map_or(region.insts.len(), |p| p + 1);
-        region.insts.insert(at, t.tile);
+        region.insts.splice(at..at, after_tail.iter().copied());
     }
-    let last = if let Some(t) = &overlap {
-        t.tile
+    let (last, ends) = if let Some(ends) = ends {
+        ends
     } else if c.droppable && c.key.step == 1 {
         // Nothing is left past `nb`: the tail loop goes, its results are the steady ones.
         let old = f.insts[l].results.clone();
-        let map: HashMap<Value, Value> = old.into_iter().zip(results).collect();
+        let map: HashMap<Value, Value> = old.into_iter().zip(results.iter().copied()).collect();
         replace_uses(f, &map);
         crate::rewrite::region_mut(f, parent).insts.retain(|&i| i != l);
-        steady
+        (steady, results)
     } else {
-        l
+        (l, f.insts[l].results.clone())
     };
     if c.droppable && !c.zero_sums.is_empty() {
-        count_positive_zeros(f, c, last, nb, no_wrap, parent);
+        count_positive_zeros(f, c, (last, &ends), nb, no_wrap, parent);
     }
 }
 
@@ -628,19 +654,19 @@ pub(crate) fn enabled_count(f: &mut Function, key: &Key, emit: &mut Emit<'_>) ->
 
 /// The tiles past `n` are skipped, but in the program they take part: a float sum that
 /// they add `+0.0` to is never `-0.0` when there are any (`nb < extent`), though it is when
-/// every element is `-0.0` and none are skipped. So after `last` (the loop that ends the
-/// split), each such sum `r` becomes `r + z`, `z = nb < extent ? +0.0 : -0.0` on every
-/// lane: `r` unchanged except a `-0.0` lane turned `+0.0` exactly when lanes were skipped.
+/// every element is `-0.0` and none are skipped. So after `last` (the instruction that
+/// ends the split, whose sums are `results`), each such sum `r` becomes `r + z`,
+/// `z = nb < extent ? +0.0 : -0.0` on every lane: `r` unchanged except a `-0.0` lane
+/// turned `+0.0` exactly when lanes were skipped.
 fn count_positive_zeros(
     f: &mut Function,
     c: &Cand,
-    last: Inst,
+    (last, results): (Inst, &[Value]),
     nb: Value,
     no_wrap: Option<Value>,
     parent: Parent,
 ) {
     let span = f.spans[last];
-    let results = f.insts[last].results.clone();
     let ext = konst(f, DType::I32, Const::Int(c.key.extent));
     let mut new = Vec::new();
     let mut emit = |f: &mut Function, op: Opcode, args: Vec<Value>, ty: Ty| -> Value {

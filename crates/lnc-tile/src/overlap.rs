@@ -9,13 +9,16 @@
 //! last = nb - L
 //! for iv = 0 to full step L { … }
 //! for iv = full to vlb step 1 { … }               ; runs only when nb < L
-//! for iv = vlb to nb step L iter(a) {             ; once when full < nb, L ≤ nb
+//! for iv = vlb to nb step L iter(a = -0.0) {      ; once when full < nb, L ≤ nb
 //!   t = min(iv, last)                             ; the tile [nb - L, nb)
 //!   q = iota(t) >= splat(iv)                      ; its lanes the steady loop did not run
 //!   … body at t, the bound predicate true …
 //!   yield a + select(q, x, -0.0)                  ; sums count each element once
 //! }
+//! sum = scalar tail's sum + the tile's
 //! ```
+//!
+//! (A loop carrying maxima or minima continues the scalar tail's values instead.)
 //!
 //! A row whose length is not a multiple of the tile otherwise ends in up to `L - 1`
 //! iterations on scalars, each a whole pass of the body for one element, and with 16-lane
@@ -40,13 +43,20 @@
 //! accesses each of them in the original loop too. Loops under an `if`, and loops whose
 //! stores only check their bounds, keep their scalar tail ([`worth_it`]).
 //!
-//! The tile of a sum stays out of lnc-clif's 512-bit loops (its lane select and its
-//! start, the scalar tail's sum, do not qualify), in four 128-bit parts. Measured and
-//! dropped: starting its sums from the neutral element, added to the scalar tail's after
-//! it, with wide loops taking the select as a mask loaded from a table of lanes below a
-//! count. The fp16 dx kernel compiled in 4.96–5.24 ms instead of 5.31–5.85, but the seed
-//! forward ran slower in the cache (one thread, 256 rows of 1000): fp16 by about 2 %,
-//! bf16 36.3–36.8 → 40.1–40.7 µs, likely the second exit of each pass through scratch.
+//! The tile of a sum runs in lnc-clif's 512-bit loops: its sums start from the neutral
+//! element (a carried splat) and are added to the scalar tail's after it, and its select
+//! becomes a mask loaded from a table of lanes below a count. Measured when first built,
+//! with each pass's second exit through scratch, it was dropped: the seed forward ran
+//! slower in the cache (one thread, 256 rows of 1000: `fp16` by about 2 %, `bf16` by 11 %).
+//! With exits in registers (lnc-clif's `wide::leave`), and a `bf16` row's mean pass in
+//! 512 bits too (its select passes the conversion on to the sum, `half::only_arithmetic`),
+//! against the four 128-bit parts (`lnc bench`, hot, one thread, ns a row, two runs
+//! alternated): `fp16` N = 1000 126-139 → 122-123, 1023 132-133 → 125-128; `bf16` 1000
+//! 148-151 → 136-139, 1023 153-174 → 141-147; 1008 (no tail) within 2 %. With the caches
+//! flushed (2 threads, 4096 rows, `lnc bench --flush`, 150 launches, three alternated
+//! runs), N = 1000: `fp16` 364-378 → 351-369 µs, `bf16` 379-416 → 367-383. In-process
+//! compile times (medians of 150, two alternated runs): `fp16` dx 4.67-4.71 → 4.56-4.61
+//! ms, dwdb 4.44-4.46 → 4.54-4.61, forward within 3 %.
 //!
 //! Where the pass's stores stream, the scalar tail runs instead (`vlb = nb` also when the
 //! launch streams the row's stores, as module `stream` decides): the tile would store
@@ -79,6 +89,10 @@ pub(crate) struct Tail {
     pub(crate) tile: Inst,
     /// Where the scalar tail stops and the tile loop starts (`vlb`).
     pub(crate) split: Value,
+    /// For a loop whose carried values are all sums: the splats of their neutral element
+    /// the tile's sums start from, to place right before it; the scalar tail's sums are
+    /// added to the tile's after it. Empty: the tile continues the scalar tail's values.
+    pub(crate) fresh: Vec<Inst>,
 }
 
 /// The overlapping tile for the tail of loop `l` (the loop from `full`, its body a tile
@@ -196,7 +210,21 @@ pub(crate) fn tail(
     let y = f.create_inst(Opcode::Yield, next, &[], span);
     insts.push(y);
     f.insts[tile].regions = vec![Region { args: std::iter::once(tiv).chain(accs).collect(), insts }];
-    Some(Tail { pre, tile, split })
+    // Sums start afresh, from splats: lnc-clif's wide loops take a carried tile that
+    // starts as a splat, in one 512-bit register, where another start would enter through
+    // scratch (and a tile loop that does not qualify takes four 128-bit parts of every
+    // tile, its code compiled four times over). The tile adds one term per lane to the
+    // neutral element, which leaves it as it is, so the scalar tail's sum plus the tile's
+    // is the sum the tile would have continued.
+    let mut fresh = Vec::new();
+    if terms.iter().all(|&(bop, _)| bop == BinOp::Add) {
+        for &ty in &carried {
+            let neutral = konst(f, ty.dtype(), crate::emit::neutral(ReduceOp::Sum, ty.dtype()));
+            let i = f.create_inst(Opcode::Splat, vec![neutral], &[ty], span);
+            fresh.push(i);
+        }
+    }
+    Some(Tail { pre, tile, split, fresh })
 }
 
 /// Whether the tile is worth its compile time (it is the code of another pass, 0.5–1 ms
