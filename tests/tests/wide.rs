@@ -96,44 +96,93 @@ fn forward_matches<T: Float>(lanes: u8) {
     }
 }
 
-/// Quiet and signaling NaNs in half rows, in their last tile and before it: a row's last
-/// tile of a sum runs in a 512-bit loop of its own, whose select passes the row's
-/// conversion on to the sum without quieting a NaN first (the sum quiets it,
-/// lnc-clif's `half::only_arithmetic`). The bits of 128-bit vectors, checked and not.
-fn nans_match<T: Float>(nans: &[T]) {
+/// The bits of a half value, to compare outputs exactly (through `f64` a signaling NaN
+/// and its quiet twin look alike).
+trait HalfBits: Float {
+    fn raw(self) -> u16;
+}
+impl HalfBits for f16 {
+    fn raw(self) -> u16 {
+        self.to_bits()
+    }
+}
+impl HalfBits for bf16 {
+    fn raw(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+/// Quiet and signaling NaNs in half rows, two a row: before the row's last tile and in it,
+/// both in it, in a lane the tile runs again without counting it and in it, both in one
+/// lane of the steady loop, in every pair of `nans`. A row's last tile of a sum runs in a 512-bit loop of its own, whose select
+/// passes the row's conversion on to the sum without quieting a NaN first (the sum quiets
+/// it, and returns its first operand's NaN when both are: lnc-clif's
+/// `half::only_arithmetic`). The raw bits of 128-bit vectors, checked and not.
+fn nans_match<T: HalfBits>(nans: &[T]) {
     let (wide, narrow) = (module_of(16, true, u64::MAX), module_of(16, false, u64::MAX));
     let mut rng = rng();
     for n in [37usize, 1000, 1023] {
-        let m = 2 * nans.len() + 1;
         let sig =
             format!("*{t},*{t},*{t},*{t},*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two(), t = T::SIG);
         let (kw, kn) = (
             wide.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}")),
             narrow.kernel("_layer_norm_fwd_fused", &sig).unwrap_or_else(|e| panic!("{e}")),
         );
+        if lnc::computes_zmm() {
+            // The steady loop and the last tile of each of the two sums: three lane groups
+            // taken out of each result.
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Asm], checked: true, ..Default::default() };
+            let asm = wide.dump("_layer_norm_fwd_fused", &sig, &req).unwrap_or_else(|e| panic!("{e}"));
+            assert!(asm[0].text.contains("; 12 of those are vroundps placeholders"), "{} n {n}", T::SIG);
+        }
+        let full = n / 16 * 16;
+        // The last: one lane of one accumulator of the unrolled steady loop, two iterations.
+        let places = [[1, full + 1], [n - 1, full], [n - 16, n - 1], [full, 3], [2, 66 % full]];
+        let mut rows = Vec::new();
+        for p in places {
+            for &a in nans {
+                for &c in nans {
+                    rows.push((p, a, c));
+                }
+            }
+        }
+        let m = rows.len() + 1;
         let mut x: Vec<T> = randn(&mut rng, m * n, -2.3, 0.5).into_iter().map(T::from_f32).collect();
-        // Row 2k: NaN k in the last tile; row 2k + 1: before it; the last row: none.
-        for (k, &nan) in nans.iter().enumerate() {
-            x[2 * k * n + n - 1 - k % 7] = nan;
-            x[(2 * k + 1) * n + (k * 13) % (n - 16)] = nan;
+        for (r, &([i, j], a, c)) in rows.iter().enumerate() {
+            x[r * n + i] = a;
+            x[r * n + j] = c;
         }
         let w: Vec<T> = randn(&mut rng, n, 1.0, 0.3).into_iter().map(T::from_f32).collect();
         let b: Vec<T> = randn(&mut rng, n, 0.0, 0.5).into_iter().map(T::from_f32).collect();
-        let want = forward(&kn, &x, &w, &b, 0, true);
-        for (r, &mean) in want[1].iter().enumerate() {
-            let mean = f64::from_bits(mean);
-            assert_eq!(mean.is_nan(), r + 1 < m, "{} n {n}: row {r}'s mean {mean}", T::SIG);
+        let raw = |k: &lnc::Kernel, checked: bool| {
+            let (y, mean, rstd) = run_forward(k, &x, &w, &b, 0, checked);
+            let stats = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<u32>>();
+            (y.iter().map(|&v| v.raw()).collect::<Vec<u16>>(), stats(&mean), stats(&rstd))
+        };
+        let want = raw(&kn, true);
+        for (r, mean) in want.1.iter().enumerate() {
+            assert_eq!(f32::from_bits(*mean).is_nan(), r + 1 < m, "{} n {n}: row {r}'s mean", T::SIG);
         }
         for checked in [true, false] {
-            assert!(forward(&kw, &x, &w, &b, 0, checked) == want, "{} n {n} checked {checked}", T::SIG);
+            assert!(raw(&kw, checked) == want, "{} n {n} checked {checked}: bits differ", T::SIG);
         }
     }
 }
 
 #[test]
 fn nans_in_half_rows_give_the_bits_of_128_in_512_bit_loops() {
-    nans_match(&[bf16::from_bits(0x7f81), bf16::from_bits(0xffc1), bf16::from_bits(0x7fa5), bf16::NAN]);
-    nans_match(&[f16::from_bits(0x7c01), f16::from_bits(0xfe01), f16::from_bits(0x7d55), f16::NAN]);
+    nans_match(&[
+        bf16::from_bits(0x7f81),
+        bf16::from_bits(0xff82),
+        bf16::from_bits(0x7fc3),
+        bf16::from_bits(0xffc4),
+    ]);
+    nans_match(&[
+        f16::from_bits(0x7c01),
+        f16::from_bits(0xfc02),
+        f16::from_bits(0x7e03),
+        f16::from_bits(0xfe04),
+    ]);
 }
 
 #[test]

@@ -240,8 +240,14 @@ pub(crate) fn uses_of<'a>(fx: &'a mut FunctionCx) -> &'a HashMap<lir::Value, Vec
 /// Whether every use of `v` is float arithmetic (`+ - * /`), directly or through casts to
 /// a float type (free for a half value, already held as `f32`) and selects that pass it on
 /// (a row's last tile of sums, `select(q, x, -0.0)`, lnc-tile's `overlap`): then a NaN
-/// loaded into `v` needs no quieting, since the arithmetic quiets it.
+/// loaded into `v` needs no quieting, since the arithmetic quiets it. Only on x86-64,
+/// whose arithmetic returns its first operand's NaN, quieted, whether or not either is
+/// signaling; AArch64's returns a signaling operand's first, so quieting one there would
+/// change which NaN comes out.
 pub(crate) fn only_arithmetic(fx: &mut FunctionCx, v: lir::Value) -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return false;
+    }
     let f = fx.f;
     let uses = uses_of(fx);
     let mut todo = vec![v];

@@ -24,7 +24,7 @@
 //!
 //! Values enter the loop through the program's scratch area (bytes of its own for each,
 //! [`staging_offset`]): an accumulator that starts as a splat, and each constant the loop
-//! uses (and, in a loop with a select, each scalar from outside it), as a broadcast of the
+//! uses (and, in a loop with a select, each scalar computed outside it), as a broadcast of the
 //! scalar stored there ([`enter_splat`], [`broadcast_constants`]). A result leaves in
 //! registers: its first four lanes are the
 //! wide part itself, the others are taken out of it by placeholders (`trunc`, `nearest`)
@@ -133,9 +133,11 @@ fn wide_storage(ty: Ty, f16c: bool, scratch: bool, per: u8) -> bool {
 }
 
 /// Whether the tile `v`, loaded in a loop whose instructions use values as `uses` says,
-/// is `bf16` used only by float arithmetic (`+ - * /`), through casts to `fp32`: then a
-/// signaling NaN needs no quieting (the arithmetic quiets it), and the load widens in two
-/// instructions, `vpmovzxwd` and `vpslld` (`half::only_arithmetic` is the same rule).
+/// is `bf16` used only by float arithmetic (`+ - * /`), through casts to `fp32` and one
+/// select that passes it on to such arithmetic: then a signaling NaN needs no quieting
+/// (the arithmetic quiets it), and the load widens in two instructions, `vpmovzxwd` and
+/// `vpslld` (`half::only_arithmetic` is the rule for the other loads, which also follows
+/// casts and selects further).
 fn bf16_for_arithmetic(
     f: &lir::Function,
     uses: &std::collections::HashMap<lir::Value, Vec<lir::Inst>>,
@@ -644,7 +646,8 @@ fn parts(fx: &mut FunctionCx, v: lir::Value, count: usize) -> Result<Vec<Value>,
 /// `bcast_in_loop` ([`crate::CodegenOptions::bcast_in_loop`]) those and the other `f32`
 /// scalars defined in front of the loop are only stored there, and [`parts`] broadcasts
 /// them from memory inside the loop, where they are used. In a loop with a select (the
-/// last tile of a row's sums) every `fp32` scalar from outside the loop goes so too: there
+/// last tile of a row's sums) every `fp32` scalar an instruction outside the loop computes
+/// goes so too (not the kernel's `fp32` arguments, nor a value an outer loop carries): there
 /// Cranelift merged the broadcast of the seed dx kernel's mean with the same broadcast in
 /// the pass's steady loop, which reached the tile through a spill and a reload without
 /// VEX, and the 512-bit proof failed.
@@ -676,7 +679,7 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
         for &a in &d.args {
             let constant = matches!(f.values[a].def, lir::ValueDef::Result(c, _) if matches!(f.insts[c].opcode, Opcode::Const(_)));
             // With `bcast_in_loop`, every `f32` scalar defined in front of the loop; in a
-            // loop with a select, every one from outside it.
+            // loop with a select, every one an instruction outside it computes.
             let before = fx.bcast_in_loop && matches!(fx.val(a), Ok(CVal::Scalar(_)));
             let outside =
                 selects && matches!(f.values[a].def, lir::ValueDef::Result(c, _) if !body.contains(&c));
