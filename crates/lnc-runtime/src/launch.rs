@@ -300,12 +300,12 @@ pub unsafe fn launch(
     // chunks they would have taken to the workers already running.
     let work = &work;
     // Threads kept awake after an earlier launch go back to their pool ([`set_linger`]).
-    let launch = if workers > 1 { LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1 } else { 0 };
+    let launch = (workers > 1).then(|| LAUNCHES.fetch_add(1, Ordering::Relaxed) + 1);
     match pool {
         Some(p) => p.in_place_scope(|s| run_workers(s, workers, work)),
         None => rayon::in_place_scope(|s| run_workers(s, workers, work)),
     }
-    if workers > 1 {
+    if let Some(launch) = launch {
         keep_awake(pool, workers, launch);
     }
     let first = first.into_inner().unwrap_or_else(|p| p.into_inner());
