@@ -306,7 +306,10 @@ pub(crate) fn tile(
     let halves = bir.params.iter().any(|p| {
         matches!(bir.values[p.value].ty.elem, lnc_bir::Elem::Ptr(lnc_bir::DType::F16 | lnc_bir::DType::BF16))
     });
-    let lanes = if opts.lanes == 16 && !halves { 8 } else { opts.lanes };
+    // Sixteen lanes only pay in 512-bit loops, for kernels with half arguments (the docs of
+    // `CompileOptions::lanes`); elsewhere a tile of 16 would be two 256-bit halves that
+    // module `wide` of lnc-clif does not widen, leaving the loops in 128-bit vectors.
+    let lanes = if opts.lanes == 16 && !(halves && lnc_clif::computes_zmm()) { 8 } else { opts.lanes };
     let tile_opts = lnc_tile::TileOptions {
         lanes,
         rows: opts.half_rows,
