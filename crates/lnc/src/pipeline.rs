@@ -26,7 +26,7 @@ pub struct CompileOptions {
     /// loops); the others are tiled in 8: the fp32 forward ran up to 30 % slower in 512
     /// bits than in 256, and the backward 20–30 % (likely, not isolated: a 64-byte vector
     /// of a row only 16-byte aligned, as a large `Vec`'s rows are, spans two cache lines
-    /// on every access).
+    /// on every access), and so are all kernels on a host without AVX-512.
     pub lanes: u8,
     /// Run the IR verifiers after every stage and pass, and Cranelift's on the function it
     /// is given. Default: on in debug builds (every test runs them), off in release ones
