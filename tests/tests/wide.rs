@@ -1083,3 +1083,70 @@ fn several_results_of_a_wide_loop_refused_in_registers_leave_through_memory() {
         }
     }
 }
+
+const STORED_AND_SUMMED: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def stored_and_summed(X, Y, S, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.).to(tl.float32)
+    y = x * 1.5 + 0.25
+    tl.store(Y + row * N + cols, y, mask=cols < N)
+    tl.store(S + row, tl.sum(tl.where(cols < N, y * y, 0.0), axis=0))
+"#;
+
+/// `fp16` stores of 256-bit loops convert into the stored register and store it
+/// (`vcvtps2ph xmm, ymm` then `vmovdqu`) where nothing reads that register after the store
+/// (lnc-clif's `widen`): all of the seed forward's. A kernel that sums what it stored
+/// gives the bits of 128-bit vectors whichever form each store took.
+#[test]
+fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
+    if !lnc::computes_wide() || !lnc::converts_f16_natively() {
+        return;
+    }
+    let eight = lnc::CompileOptions { lanes: 8, stream_threshold: u64::MAX, ..Default::default() };
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Mc], checked: true, ..Default::default() };
+    let seed = seed_module(&lnc::Jit::with_options(eight.clone()));
+    let mc = seed
+        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024", &req)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+        .text;
+    let wide_stores: Vec<&str> =
+        mc.lines().filter(|l| l.contains("vcvtps2ph") && l.contains("%ymm")).collect();
+    assert!(!wide_stores.is_empty(), "{mc}");
+    assert!(wide_stores.iter().all(|l| l.contains(",%xmm")), "a memory form left: {wide_stores:?}");
+    let module = |opts: lnc::CompileOptions| {
+        lnc::Jit::with_options(opts).module("summed.py", STORED_AND_SUMMED).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (wide, narrow) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
+    let mut rng = rng();
+    for n in [8usize, 61, 1000, 1024] {
+        let sig = format!("*fp16,*fp16,*fp32,i32,{}", n.next_power_of_two());
+        let rows = 7;
+        let x: Vec<f16> = randn(&mut rng, rows * n, 0.0, 2.0).into_iter().map(f16::from_f32).collect();
+        let run = |m: &lnc::Module| {
+            let k = m.kernel("stored_and_summed", &sig).unwrap_or_else(|e| panic!("{e}"));
+            let mut y = vec![f16::from_bits(0x7e5a); rows * n + 3];
+            let mut s = vec![f32::NAN; rows];
+            k.launch(rows as u32, &lnc::args![&x, &mut y, &mut s, n as i32])
+                .unwrap_or_else(|e| panic!("{e}"));
+            (k.widened_instructions(), y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>(), s)
+        };
+        let ((widened, y, s), (_, y128, s128)) = (run(&wide), run(&narrow));
+        assert!(widened > 0, "N = {n}: no loop widened");
+        assert!(y == y128, "N = {n}: y differs from 128-bit vectors");
+        assert_eq!(
+            s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            s128.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "N = {n}"
+        );
+        assert!(y[rows * n..].iter().all(|&b| b == 0x7e5a), "N = {n}: written past the rows");
+        for (k, &v) in x.iter().enumerate() {
+            assert_eq!(y[k], f16::from_f32(v.to_f32() * 1.5 + 0.25).to_bits(), "N = {n}, element {k}");
+        }
+    }
+}

@@ -512,6 +512,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     if zmm { ", mode 0 (nearest) to lanes 8-15 (vextractf64x4 $1)" } else { "" }
                 ));
             }
+            let through = if ymm > 0 && !zmm { widen::f16_register_stores(&code) } else { 0 };
+            if through > 0 {
+                asm.push_str(&format!(
+                    "; {through} of the fp16 stores of the 256-bit loops above convert into their register, \
+                     which nothing reads after them, and store it (vcvtps2ph xmm, ymm; vmovdqu m128, xmm; \
+                     the function encoded again)\n"
+                ));
+            }
             asm.push_str(&marks::note(
                 prefetches,
                 "byte loads",

@@ -248,6 +248,9 @@ pub(crate) fn patch(
     // The half stores of 512-bit code, each rewritten into a sequence through `ymm16`;
     // all but `fp16`'s cached one exist only there.
     let mut halves = std::collections::HashMap::new();
+    // The `fp16` stores of 256-bit code (indices into `insts`), candidates for the
+    // register form ([`f16_store_through_register`]).
+    let mut f16_stores = Vec::new();
     for &(at, m) in &marks {
         if m == F16_STREAM_MARK || BF16_STORES.contains(&m) {
             if !zmm {
@@ -259,6 +262,9 @@ pub(crate) fn patch(
         }
         let i = index.get(at).copied().filter(|&i| i != NONE);
         let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
+        if m == F16_STORE_MARK && !zmm {
+            f16_stores.push(i);
+        }
         let d = &mut insts[i];
         d.kind = marked_kind(code, &d.ins, m, zmm)
             .ok_or_else(|| Unproven(format!("marked instruction at {at:#x} is {:?}", d.ins.code())))?;
@@ -311,12 +317,26 @@ pub(crate) fn patch(
         }
         return reencode(code, &insts, &widened, relocs);
     }
+    // An `fp16` store whose register nothing reads after it converts into that register
+    // and stores it, two instructions for one: the function is encoded again.
+    let through_register: std::collections::HashMap<usize, Vec<Instruction>> = f16_stores
+        .iter()
+        .filter(|&&i| dead_after(&insts, i, insts[i].ins.op1_register()))
+        .filter_map(|&i| Some((i, f16_store_through_register(&insts[i].ins)?)))
+        .collect();
     // In place, each instruction its own length; unless a move has no VEX form of its
-    // length (`movaps xmm1, xmm0`: 3 bytes), and the function is encoded again as in 512
-    // bits, everything after the longer moves moved.
-    if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none()) {
+    // length (`movaps xmm1, xmm0`: 3 bytes), or an `fp16` store goes through its register,
+    // and the function is encoded again as in 512 bits, everything after the longer
+    // instructions moved.
+    if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none())
+        || !through_register.is_empty()
+    {
         let mut widened = Vec::with_capacity(insts.len());
-        for d in &insts {
+        for (i, d) in insts.iter().enumerate() {
+            if let Some(pair) = through_register.get(&i) {
+                widened.push(pair.clone());
+                continue;
+            }
             widened.push(match d.kind {
                 Kind::Other => Vec::new(),
                 Kind::Move => vec![ymm_move(&d.ins)?],
@@ -352,6 +372,89 @@ pub(crate) fn patch(
         count += 1;
     }
     Ok(count)
+}
+
+/// The 256-bit `fp16` store `ins` (`vcvtps2ph m64, xmm, imm`, module `f16c`'s rewrite,
+/// widened to `m128, ymm`) as a conversion into its own register and a store of that
+/// register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`. The memory form ran
+/// slower on Zen 3: in a loop of nothing else (rows in the first-level cache), 0.66 ns
+/// against 0.43 for eight lanes, and the seed forward in fp16 (N = 1024, one thread, rows
+/// in cache) had 35 % of its samples on its two stores. 512-bit code stores so through
+/// `ymm16` (module `evex`); in 256 bits there is no register Cranelift leaves free, so
+/// only a store whose register is dead after it ([`dead_after`]) takes this form.
+fn f16_store_through_register(ins: &Instruction) -> Option<Vec<Instruction>> {
+    use iced_x86::{Code, MemoryOperand};
+    let src = ins.op1_register();
+    if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory || !src.is_xmm()
+    {
+        return None;
+    }
+    let ymm = Register::try_from(Register::YMM0 as usize + src.number()).ok().filter(|r| r.is_ymm())?;
+    let convert =
+        Instruction::with3(Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8, src, ymm, u32::from(ins.immediate8()))
+            .ok()?;
+    let memory = MemoryOperand::new(
+        ins.memory_base(),
+        ins.memory_index(),
+        ins.memory_index_scale(),
+        ins.memory_displacement64() as i64,
+        ins.memory_displ_size(),
+        false,
+        ins.segment_prefix(),
+    );
+    let store = Instruction::with2(Code::VEX_Vmovdqu_xmmm128_xmm, memory, src).ok()?;
+    Some(vec![convert, store])
+}
+
+/// Whether no path from after `insts[i]` reads vector register `reg` (any width) before
+/// an instruction writes it without reading it. A call ends a path for the registers that
+/// carry no arguments (`xmm8`–`xmm15`: every vector register is the caller's to save) and
+/// reads the others; a return ends it (kernels return an integer); `vzeroupper` keeps the
+/// low 128 bits, which are all that Cranelift's values hold, so it neither reads nor
+/// writes them. Anything iced reports as a read, a conditional read or a partial write
+/// (`movss xmm, xmm` merges) counts as a read.
+fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
+    use iced_x86::{InstructionInfoFactory, OpAccess};
+    if !reg.is_vector_register() {
+        return false;
+    }
+    let number = reg.number();
+    let mut info = InstructionInfoFactory::new();
+    let mut seen = vec![false; insts.len()];
+    let mut work = insts[i].succ.clone();
+    while let Some(j) = work.pop() {
+        if std::mem::replace(&mut seen[j], true) {
+            continue;
+        }
+        let d = &insts[j];
+        if matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
+            if number < 8 {
+                return false;
+            }
+            continue;
+        }
+        if d.ins.mnemonic() == Mnemonic::Vzeroupper {
+            work.extend(d.succ.iter().copied());
+            continue;
+        }
+        let (mut reads, mut writes) = (false, false);
+        for u in info.info(&d.ins).used_registers() {
+            if !u.register().is_vector_register() || u.register().number() != number {
+                continue;
+            }
+            match u.access() {
+                OpAccess::Write => writes = true,
+                _ => reads = true,
+            }
+        }
+        if reads {
+            return false;
+        }
+        if !writes {
+            work.extend(d.succ.iter().copied());
+        }
+    }
+    true
 }
 
 /// `code` encoded again with `widened[i]` in place of `insts[i]` where not empty (module
@@ -535,6 +638,21 @@ fn unmarked_kind(code: &[u8], ins: &Instruction, zmm: bool) -> Kind {
 pub(crate) fn placeholders(code: &[u8]) -> u32 {
     match decode(code) {
         Ok((insts, _)) => insts.iter().filter(|d| extracting_rounding(&d.ins)).count() as u32,
+        Err(_) => 0,
+    }
+}
+
+/// The `fp16` stores of 256-bit loops in `code` (after [`patch`]) that convert into their
+/// register and store it ([`f16_store_through_register`]), for the listing.
+pub(crate) fn f16_register_stores(code: &[u8]) -> u32 {
+    match decode(code) {
+        Ok((insts, _)) => insts
+            .iter()
+            .filter(|d| {
+                d.ins.code() == iced_x86::Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8
+                    && d.ins.op0_kind() == OpKind::Register
+            })
+            .count() as u32,
         Err(_) => 0,
     }
 }
@@ -894,6 +1012,54 @@ mod tests {
         // L set: vmovdqu ymm0, [rdi]; vaddps ymm0, ymm0, ymm0; vmovups [rsi], ymm0.
         let want = [0xc5, 0xfe, 0x6f, 0x07, 0xc5, 0xfc, 0x58, 0xc0, 0xc5, 0xfc, 0x11, 0x06, 0xc3];
         assert_eq!(code, want);
+    }
+
+    /// The instructions of `code`, formatted (GNU syntax), up to the first `ret`.
+    fn listed(code: &[u8]) -> Vec<String> {
+        use iced_x86::Formatter;
+        let mut d = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+        let mut f = iced_x86::GasFormatter::new();
+        let mut out = Vec::new();
+        while d.can_decode() {
+            let i = d.decode();
+            let mut s = String::new();
+            f.format(&i, &mut s);
+            out.push(s);
+            if i.mnemonic() == Mnemonic::Ret {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_fp16_store_whose_register_dies_converts_into_it() {
+        // Encodings checked against GNU as: vcvtph2ps xmm0, [rdi]; vcvtps2ph [rsi], xmm0, 0;
+        // vaddps xmm1, xmm0, xmm0; vmovdqu xmm0, [rdx]; call (the next instruction).
+        let load: &[u8] = &[0xc4, 0xe2, 0x79, 0x13, 0x07];
+        let store: &[u8] = &[0xc4, 0xe3, 0x79, 0x1d, 0x06, 0x00];
+        let read: &[u8] = &[0xc5, 0xf8, 0x58, 0xc8];
+        let write: &[u8] = &[0xc5, 0xfa, 0x6f, 0x02];
+        let call: &[u8] = &[0xe8, 0x00, 0x00, 0x00, 0x00];
+        let (l, s) = ((load, Some(F16_LOAD_MARK)), (store, Some(F16_STORE_MARK)));
+        let split = ["vcvtph2ps (%rdi),%ymm0", "vcvtps2ph $0,%ymm0,%xmm0", "vmovdqu %xmm0,(%rsi)"];
+        let kept = ["vcvtph2ps (%rdi),%ymm0", "vcvtps2ph $0,%ymm0,(%rsi)"];
+        // Dead after the store: at the return, or written before any read.
+        for tail in [vec![(RET, None)], vec![(write, None), (read, None), (RET, None)]] {
+            let (code, r) = run(&[&[l, s][..], &tail].concat(), true, 1);
+            assert!(r.is_ok(), "{r:?}");
+            assert_eq!(listed(&code)[..3], split);
+        }
+        // Read after it, or at a call (xmm0 carries an argument): the memory form stays.
+        for tail in [vec![(read, None), (RET, None)], vec![(call, None), (RET, None)]] {
+            let (code, r) = run(&[&[l, s][..], &tail].concat(), true, 1);
+            assert!(r.is_ok(), "{r:?}");
+            assert_eq!(listed(&code)[..2], kept);
+        }
+        // In 512 bits the store goes through ymm16 whatever follows.
+        let (code, r) = run_with(&[l, s, (read, None), (RET, None)], true, 1, true);
+        assert!(r.is_ok(), "{r:?}");
+        assert!(listed(&code)[1].contains("%ymm16"), "{:?}", listed(&code));
     }
 
     #[test]
