@@ -402,35 +402,41 @@ fn bf16_row_conversions_equal_tile_conversions() {
 }
 
 /// fp16 tiles converted by F16C (the default where the host has it: fp16 loads and short
-/// rows' stores in the loops, long streamed rows through the row helper) give the bits of
-/// the integer conversions and row helpers without it ([`same_flows`]), at row lengths on
-/// both sides of the tile stores' limit. In 8-lane tiles (16-lane ones in 512-bit loops
-/// store long rows in the loops too: [`streamed_half_tiles_equal_cached_ones`]).
+/// rows' stores in the loops, long streamed rows through the row helper, unless 256-bit
+/// loops store them in the loops, `TileOptions::f16_stores`) give the bits of the integer
+/// conversions and row helpers without it ([`same_flows`]), at row lengths on both sides
+/// of the tile stores' limit: in 256-bit loops, and in 128-bit vectors, whose long rows go
+/// through the helper. In 8-lane tiles (16-lane ones in 512-bit loops store long rows in
+/// the loops too: [`streamed_half_tiles_equal_cached_ones`]).
 #[test]
 fn fp16_f16c_conversions_equal_integer_conversions() {
-    let module = |f16c| {
+    let module = |f16c, wide| {
         let opts = lnc::CompileOptions {
             verify: true,
             f16c,
+            wide,
             stream_threshold: 0,
             ..lnc::CompileOptions::default().in_256_bits()
         };
         seed_module(&lnc::Jit::with_options(opts))
     };
-    let modules = [module(true), module(false)];
-    if lnc::converts_f16_natively() {
-        let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
-        let lir = |block| {
-            let sig = fwd_sig("fp16", block);
-            modules[0].dump("_layer_norm_fwd_fused", &sig, &req).expect("compiles").remove(0).text
-        };
-        let (short, long) = (lir(1024), lir(8192));
-        // x in the loops; w and b, the same in every program, still converted once a launch.
-        assert!(!short.contains("row_load ") && !short.contains("row_store"), "{short}");
-        assert!(short.contains("row_load.once"), "{short}");
-        assert!(!long.contains("row_load ") && long.contains("row_store"), "{long}");
+    for wide in [true, false] {
+        let modules = [module(true, wide), module(false, wide)];
+        if lnc::converts_f16_natively() {
+            let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+            let lir = |block| {
+                let sig = fwd_sig("fp16", block);
+                modules[0].dump("_layer_norm_fwd_fused", &sig, &req).expect("compiles").remove(0).text
+            };
+            let (short, long) = (lir(1024), lir(8192));
+            // x in the loops; w and b, the same in every program, still converted once a launch.
+            assert!(!short.contains("row_load ") && !short.contains("row_store"), "{short}");
+            assert!(short.contains("row_load.once"), "{short}");
+            assert!(!long.contains("row_load "), "{long}");
+            assert_eq!(long.contains("row_store"), !(wide && lnc::computes_wide()), "{long}");
+        }
+        same_flows::<f16>(&modules);
     }
-    same_flows::<f16>(&modules);
 }
 
 const FP16_ARITHMETIC: &str = r#"

@@ -102,6 +102,11 @@ pub struct TileOptions {
     /// it non-temporally (lnc-clif's `evex`), so the `rows` pass no longer sends such
     /// rows through the row helper.
     pub half_stores: bool,
+    /// `fp16` tile stores stay in their loops whatever the row's length, cached (they
+    /// stream only with `half_stores`): in 256-bit loops code generation converts a tile
+    /// into its register and stores it (lnc-clif's `widen`), which ran faster than the
+    /// row helper's non-temporal stores (module `rows`, [`rows::MAX_F16_TILE_STORE_ROW`]).
+    pub f16_stores: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
@@ -126,6 +131,7 @@ impl Default for TileOptions {
             native_f16: false,
             native_bf16: false,
             half_stores: false,
+            f16_stores: false,
             defer_stores: true,
             checked: true,
         }
@@ -195,7 +201,7 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16, opts.stream, opts.half_stores);
+        rows::run(&mut lir, opts.native_f16, opts.stream, opts.half_stores, opts.f16_stores);
     }
     if opts.bounds {
         bounds::run(&mut lir);

@@ -73,7 +73,7 @@ use crate::rewrite::{
 };
 
 /// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one instruction
-/// and the row store may stream. Measured on the seed forward in fp16 (2 threads,
+/// and the row store may stream (unless `TileOptions::f16_stores`, below). Measured on the seed forward in fp16 (2 threads,
 /// caches flushed, medians of 40 launches, three alternating runs; tiles against the row
 /// helper, whose non-temporal stores save reading the output's lines first):
 /// - 1 KB rows (32 MiB of output): 3.15-3.63 against 3.36-3.87 ms;
@@ -86,7 +86,13 @@ use crate::rewrite::{
 ///
 /// A store that would not stream converts tile by tile whatever its length: 8 KB rows in
 /// the cache took 1.30 against 1.45 µs (one thread).
-const MAX_F16_TILE_STORE_ROW: i64 = 2 << 10;
+///
+/// Those tiles were stored by `vcvtps2ph m128, ymm`. Converted into their register and
+/// stored (lnc-clif's `widen`; `TileOptions::f16_stores`), tiles ran faster than the
+/// helper's non-temporal stores at every length on Zen 3 (AVX2, 2 threads, 4096 rows,
+/// caches flushed, 30 launches of each alternated): 0.927 of the time at 4 KB rows, 0.831
+/// at 8 KB, 0.852 at 32 KB; with the memory form they had been 4-6 % slower at 8 KB there.
+pub(crate) const MAX_F16_TILE_STORE_ROW: i64 = 2 << 10;
 
 /// `fp16` tiles convert in one instruction each way; `stream`: row stores may stream.
 #[derive(Clone, Copy)]
@@ -101,6 +107,8 @@ struct NativeF16 {
 struct HalfStores {
     native: Option<NativeF16>,
     tiles: bool,
+    /// `fp16` stores, where `native`, stay in their loops (`TileOptions::f16_stores`).
+    f16_tiles: bool,
 }
 
 /// Rewrites the half accesses of every qualifying loop.
@@ -108,15 +116,23 @@ struct HalfStores {
 /// ([`crate::TileOptions::native_f16`]); `stream`: row stores into arguments the kernel
 /// never reads will stream (module `stream`).
 /// `half_stores`: `bf16` stores, and `fp16` ones with `native_f16`, stay in their loops
-/// (`TileOptions::half_stores`).
-pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, half_stores: bool) {
+/// (`TileOptions::half_stores`); `f16_stores`: `fp16` ones with `native_f16` do
+/// (`TileOptions::f16_stores`).
+pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, half_stores: bool, f16_stores: bool) {
     let loops = for_loops(f);
     let args = ArgAccess::of(f);
     let native = native_f16.then_some(NativeF16 { stream });
     let parent = parents(f);
     let mut flags = 0u8;
     for l in loops {
-        rewrite_loop(f, l, parent[&l], &args, HalfStores { native, tiles: half_stores }, &mut flags);
+        rewrite_loop(
+            f,
+            l,
+            parent[&l],
+            &args,
+            HalfStores { native, tiles: half_stores, f16_tiles: f16_stores },
+            &mut flags,
+        );
     }
     if flags > 0 {
         // The flags take the scratch area's first bytes, which the runtime zeroes.
@@ -281,6 +297,7 @@ fn rewrite_loop(
                 let tile_f16 = ty.dtype() == DType::F16
                     && native.is_some_and(|n| {
                         half.tiles
+                            || half.f16_tiles
                             || !(n.stream && !args.read.contains(&arg) && extent * 2 > MAX_F16_TILE_STORE_ROW)
                     });
                 // An unmasked store in a loop `bounds` will split stores in the tiles past

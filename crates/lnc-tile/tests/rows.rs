@@ -357,4 +357,8 @@ fn native_fp16_rows_stay_tiles() {
     let in_place = SCALE_PID.replace("tl.store(Y + i", "tl.store(X + i");
     let text = lir(&in_place, "*fp16,*fp16,i32,4096", native);
     assert!(!text.contains("row_store"), "{text}");
+    // Nor with `f16_stores` (256-bit loops, whose stores convert in a register): the
+    // 4 KB rows stay tiles, cached.
+    let text = lir(SCALE_PID, "*fp16,*fp16,i32,2048", TileOptions { f16_stores: true, ..native });
+    assert!(!text.contains("row_store") && !text.contains("stream"), "{text}");
 }

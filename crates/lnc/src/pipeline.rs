@@ -318,6 +318,7 @@ pub(crate) fn tile(
         native_f16: opts.f16c && lnc_clif::converts_f16_natively(),
         native_bf16: opts.wide && lanes >= 8 && lnc_clif::computes_wide(),
         half_stores: opts.wide && lanes == 16 && lnc_clif::computes_zmm(),
+        f16_stores: opts.wide && lanes >= 8 && lnc_clif::computes_wide(),
         defer_stores: opts.defer_stores,
         checked: !unchecked,
         ..Default::default()
@@ -329,7 +330,13 @@ pub(crate) fn tile(
     // 8- and 16-lane tiles are for the loops computed in 256 or 512 bits; where none
     // qualifies, the 4-lane tiles of one 128-bit vector run faster than pairs of them.
     if opts.wide && tile_opts.lanes >= 8 && !lnc_clif::has_wide_loops(&lir, opts.f16c) {
-        let narrow = lnc_tile::TileOptions { lanes: 4, native_bf16: false, half_stores: false, ..tile_opts };
+        let narrow = lnc_tile::TileOptions {
+            lanes: 4,
+            native_bf16: false,
+            half_stores: false,
+            f16_stores: false,
+            ..tile_opts
+        };
         return Ok((lower(&narrow)?, narrow));
     }
     Ok((lir, tile_opts))

@@ -65,6 +65,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             native_f16: false,
             native_bf16: false,
             half_stores: false,
+            f16_stores: false,
             defer_stores: false,
             checked: false,
         },
@@ -123,7 +124,9 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             prefetch: rows,
             native_f16: native,
             native_bf16: native,
-            half_stores: native && rows,
+            // At 8 lanes, fp16 stores alone stay in their loops (as with 256-bit loops).
+            half_stores: native && rows && l != 8,
+            f16_stores: native && rows,
             defer_stores: rows,
             checked: bounds,
         };
