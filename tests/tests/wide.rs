@@ -1099,8 +1099,9 @@ def stored_and_summed(X, Y, S, N, BLOCK: tl.constexpr):
 "#;
 
 /// `fp16` stores of 256-bit loops convert into the stored register and store it
-/// (`vcvtps2ph xmm, ymm` then `vmovdqu`) where nothing reads that register after the store
-/// (lnc-clif's `widen`): all of the seed forward's. A kernel that sums what it stored
+/// (`vcvtps2ph xmm, ymm` then `vmovdqu`, or `vmovntdq` where the loop streams) where
+/// nothing reads that register after the store (lnc-clif's `widen`): all of the seed
+/// forward's. A kernel that sums what it stored
 /// gives the bits of 128-bit vectors whichever form each store took.
 #[test]
 fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
@@ -1119,6 +1120,26 @@ fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
         mc.lines().filter(|l| l.contains("vcvtps2ph") && l.contains("%ymm")).collect();
     assert!(!wide_stores.is_empty(), "{mc}");
     assert!(wide_stores.iter().all(|l| l.contains(",%xmm")), "a memory form left: {wide_stores:?}");
+    // Long rows store in their loops too (`TileOptions::f16_stores`), non-temporally in the
+    // loop's streaming copy (lnc-tile's `stream`).
+    let streaming =
+        seed_module(&lnc::Jit::with_options(lnc::CompileOptions { stream_threshold: 0, ..eight.clone() }));
+    let mc = streaming
+        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,4096", &req)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+        .text;
+    let lines: Vec<&str> = mc.lines().collect();
+    let streamed =
+        lines.windows(2).filter(|w| w[0].contains("vcvtps2ph") && w[1].contains("vmovntdq")).count();
+    assert!(streamed >= 2, "{mc}");
+    let lir_req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+    let lir = streaming
+        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,4096", &lir_req)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+        .text;
+    assert!(!lir.contains("row_store"), "{lir}");
     let module = |opts: lnc::CompileOptions| {
         lnc::Jit::with_options(opts).module("summed.py", STORED_AND_SUMMED).unwrap_or_else(|e| panic!("{e}"))
     };

@@ -810,7 +810,7 @@ pub(crate) fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), C
                 fx.wide_stores += 1;
                 if ty.dtype() == DType::BF16 {
                     store_bf16(fx, v, at, disp + j as i32 * half, streams)?;
-                } else if ty.dtype() == DType::F16 && streams && per == ZMM_PER {
+                } else if ty.dtype() == DType::F16 && streams {
                     crate::f16c::stream_wide(fx, v, at, disp + j as i32 * half);
                 } else if ty.dtype() == DType::F16 {
                     crate::f16c::narrow_wide(fx, v, at, disp + j as i32 * half);

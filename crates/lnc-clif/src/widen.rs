@@ -252,7 +252,7 @@ pub(crate) fn patch(
     // register form ([`f16_store_through_register`]).
     let mut f16_stores = Vec::new();
     for &(at, m) in &marks {
-        if m == F16_STREAM_MARK || BF16_STORES.contains(&m) {
+        if BF16_STORES.contains(&m) || (m == F16_STREAM_MARK && zmm) {
             if !zmm {
                 return Err(Unproven(format!("a store at {at:#x} marked {m:#x} outside 512-bit code")));
             }
@@ -262,8 +262,8 @@ pub(crate) fn patch(
         }
         let i = index.get(at).copied().filter(|&i| i != NONE);
         let i = i.ok_or_else(|| Unproven(format!("no instruction decoded at mark {at:#x}")))? as usize;
-        if m == F16_STORE_MARK && !zmm {
-            f16_stores.push(i);
+        if matches!(m, F16_STORE_MARK | F16_STREAM_MARK) && !zmm {
+            f16_stores.push((i, m == F16_STREAM_MARK));
         }
         let d = &mut insts[i];
         d.kind = marked_kind(code, &d.ins, m, zmm)
@@ -319,10 +319,11 @@ pub(crate) fn patch(
     }
     // An `fp16` store whose register nothing reads after it converts into that register
     // and stores it, two instructions for one: the function is encoded again.
+    // A streaming one whose register lives on stays a cached store (only ever a hint).
     let through_register: std::collections::HashMap<usize, Vec<Instruction>> = f16_stores
         .iter()
-        .filter(|&&i| dead_after(&insts, i, insts[i].ins.op1_register()))
-        .filter_map(|&i| Some((i, f16_store_through_register(&insts[i].ins)?)))
+        .filter(|&&(i, _)| dead_after(&insts, i, insts[i].ins.op1_register()))
+        .filter_map(|&(i, streams)| Some((i, f16_store_through_register(&insts[i].ins, streams)?)))
         .collect();
     // In place, each instruction its own length; unless a move has no VEX form of its
     // length (`movaps xmm1, xmm0`: 3 bytes), or an `fp16` store goes through its register,
@@ -376,13 +377,15 @@ pub(crate) fn patch(
 
 /// The 256-bit `fp16` store `ins` (`vcvtps2ph m64, xmm, imm`, module `f16c`'s rewrite,
 /// widened to `m128, ymm`) as a conversion into its own register and a store of that
-/// register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`. The memory form ran
+/// register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`, or `vmovntdq` when
+/// `streams` (a store marked streaming, whose row the runtime found 16-byte aligned:
+/// x86 has no non-temporal form of the conversion). The memory form ran
 /// slower on Zen 3: in a loop of nothing else (rows in the first-level cache), 0.66 ns
 /// against 0.43 for eight lanes, and the seed forward in fp16 (N = 1024, one thread, rows
 /// in cache) had 35 % of its samples on its two stores. 512-bit code stores so through
 /// `ymm16` (module `evex`); in 256 bits there is no register Cranelift leaves free, so
 /// only a store whose register is dead after it ([`dead_after`]) takes this form.
-fn f16_store_through_register(ins: &Instruction) -> Option<Vec<Instruction>> {
+fn f16_store_through_register(ins: &Instruction, streams: bool) -> Option<Vec<Instruction>> {
     use iced_x86::{Code, MemoryOperand};
     let src = ins.op1_register();
     if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory || !src.is_xmm()
@@ -402,7 +405,8 @@ fn f16_store_through_register(ins: &Instruction) -> Option<Vec<Instruction>> {
         false,
         ins.segment_prefix(),
     );
-    let store = Instruction::with2(Code::VEX_Vmovdqu_xmmm128_xmm, memory, src).ok()?;
+    let code = if streams { Code::VEX_Vmovntdq_m128_xmm } else { Code::VEX_Vmovdqu_xmmm128_xmm };
+    let store = Instruction::with2(code, memory, src).ok()?;
     Some(vec![convert, store])
 }
 
@@ -1056,6 +1060,14 @@ mod tests {
             assert!(r.is_ok(), "{r:?}");
             assert_eq!(listed(&code)[..2], kept);
         }
+        // A streaming store: non-temporal through the dead register, cached where it lives.
+        let streamed = (store, Some(F16_STREAM_MARK));
+        let (code, r) = run(&[l, streamed, (RET, None)], true, 1);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm0,%xmm0", "vmovntdq %xmm0,(%rsi)"]);
+        let (code, r) = run(&[l, streamed, (read, None), (RET, None)], true, 1);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[..2], kept);
         // In 512 bits the store goes through ymm16 whatever follows.
         let (code, r) = run_with(&[l, s, (read, None), (RET, None)], true, 1, true);
         assert!(r.is_ok(), "{r:?}");

@@ -102,10 +102,11 @@ pub struct TileOptions {
     /// it non-temporally (lnc-clif's `evex`), so the `rows` pass no longer sends such
     /// rows through the row helper.
     pub half_stores: bool,
-    /// `fp16` tile stores stay in their loops whatever the row's length, cached (they
-    /// stream only with `half_stores`): in 256-bit loops code generation converts a tile
-    /// into its register and stores it (lnc-clif's `widen`), which ran faster than the
-    /// row helper's non-temporal stores (module `rows`, [`rows::MAX_F16_TILE_STORE_ROW`]).
+    /// `fp16` tile stores stay in their loops whatever the row's length, and may stream
+    /// (module `stream`): in 256-bit loops code generation converts a tile into its
+    /// register and stores it (lnc-clif's `widen`; non-temporally where it streams and the
+    /// register dies at the store, else cached), which ran faster than the row helper
+    /// (module `rows`, [`rows::MAX_F16_TILE_STORE_ROW`]).
     pub f16_stores: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
@@ -213,7 +214,10 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
         prefetch::run(&mut lir);
     }
     if opts.stream {
-        stream::run(&mut lir, opts.half_stores);
+        stream::run(
+            &mut lir,
+            stream::Halves { f16: opts.half_stores || opts.f16_stores, bf16: opts.half_stores },
+        );
     }
     never::run(&mut lir);
     dce::run(&mut lir);

@@ -23,7 +23,9 @@
 //! Which stores: unmasked contiguous stores of whole 16-byte vectors of `fp32` or `fp64`
 //! (the stores x86-64 has a non-temporal form of that Cranelift emits), and of `fp16` and
 //! `bf16` with `TileOptions::half_stores` (converted into a register first, lnc-clif's
-//! `evex`) at `iv + c` with
+//! `evex`), and of `fp16` with `TileOptions::f16_stores` (in 256-bit loops converted into
+//! the stored register where it dies there, lnc-clif's `widen`, else stored cached) at
+//! `iv + c` with
 //! `c` a constant multiple of the vector, or at `iv + t + c` with `t` invariant in the loop
 //! (one `t` per loop), in the straight-line body of a `for` whose constant step covers at
 //! least two vectors (so the remainder loop of a pass, which writes one vector once, keeps
@@ -78,9 +80,17 @@ const MIN_STEP_BYTES: i64 = 32;
 /// Bytes of a cache line.
 const LINE_BYTES: i64 = 64;
 
+/// Which half tile stores may stream: `fp16` ones (`TileOptions::half_stores` or
+/// `f16_stores`), `bf16` ones (`half_stores`).
+#[derive(Clone, Copy)]
+pub(crate) struct Halves {
+    pub(crate) f16: bool,
+    pub(crate) bf16: bool,
+}
+
 /// Marks the streaming stores of every qualifying loop.
-/// `halves`: `fp16` and `bf16` tile stores stream too (`TileOptions::half_stores`).
-pub(crate) fn run(f: &mut Function, halves: bool) {
+/// `halves`: which half tile stores stream too.
+pub(crate) fn run(f: &mut Function, halves: Halves) {
     let read = crate::rewrite::ArgAccess::of(f).read;
     let parent = parents(f);
     for l in for_loops(f) {
@@ -139,7 +149,7 @@ struct Candidate {
     lanes: i64,
 }
 
-fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, halves: bool) {
+fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, halves: Halves) {
     let data = &f.insts[l];
     let (lb, ub) = (data.args[0], data.args[1]);
     let Some(step) = int_of(f, data.args[2]) else { return };
@@ -170,7 +180,7 @@ fn mark_loop(f: &mut Function, l: Inst, parent: Parent, read: &HashSet<u32>, hal
         else {
             continue;
         };
-        if matches!(dtype, DType::F16 | DType::BF16) && !halves {
+        if (dtype == DType::F16 && !halves.f16) || (dtype == DType::BF16 && !halves.bf16) {
             continue;
         }
         let size = i64::from(dtype.size());
