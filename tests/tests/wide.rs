@@ -1140,6 +1140,22 @@ fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
         .remove(0)
         .text;
     assert!(!lir.contains("row_store"), "{lir}");
+    // The dx kernel's streaming loop stores dx with both of its stores non-temporal (one
+    // left cached made the kernel 16 times slower: lnc-clif's `widen` streams all or none).
+    let dx = streaming
+        .dump(
+            "_layer_norm_bwd_dx_fused",
+            "*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,*i32,i32,i32,fp32,256,2048",
+            &lnc::DumpRequest { checked: false, ..req.clone() },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+        .text;
+    let lines: Vec<&str> = dx.lines().collect();
+    let streamed =
+        lines.windows(2).filter(|w| w[0].contains("vcvtps2ph") && w[1].contains("vmovntdq")).count();
+    assert_eq!(streamed, 2, "{dx}");
+    assert!(!dx.lines().any(|l| l.contains("vcvtps2ph") && l.contains("%ymm") && l.contains("(%")), "{dx}");
     let module = |opts: lnc::CompileOptions| {
         lnc::Jit::with_options(opts).module("summed.py", STORED_AND_SUMMED).unwrap_or_else(|e| panic!("{e}"))
     };

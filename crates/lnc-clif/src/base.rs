@@ -535,6 +535,12 @@ impl FunctionCx<'_, '_> {
         returns: &[Type],
         args: &[Value],
     ) -> Result<Vec<Value>, CodegenError> {
+        // Module `widen` takes the registers past these as dead at a call.
+        if params.iter().filter(|t| t.is_float() || t.is_vector()).count()
+            > crate::widen::CALL_VECTOR_ARGUMENTS
+        {
+            return Err(CodegenError::InvalidIr(format!("helper {name} takes too many vector arguments")));
+        }
         let func_ref = match self.helpers.get(name) {
             Some(&r) => r,
             None => {

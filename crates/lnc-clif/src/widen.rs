@@ -319,11 +319,22 @@ pub(crate) fn patch(
     }
     // An `fp16` store whose register nothing reads after it converts into that register
     // and stores it, two instructions for one: the function is encoded again.
-    // A streaming one whose register lives on stays a cached store (only ever a hint).
-    let through_register: std::collections::HashMap<usize, Vec<Instruction>> = f16_stores
+    // Streaming is a hint, but all or nothing: a cached store into a line that the
+    // non-temporal stores of the same loop write in part waits for the line to leave the
+    // write-combining buffer and reads it back (the seed's dx kernel in fp16 took 16 times
+    // as long with one store of two left cached). So where one streaming store cannot go
+    // through its register, none streams.
+    let dead: Vec<(usize, bool)> = f16_stores
         .iter()
         .filter(|&&(i, _)| dead_after(&insts, i, insts[i].ins.op1_register()))
-        .filter_map(|&(i, streams)| Some((i, f16_store_through_register(&insts[i].ins, streams)?)))
+        .copied()
+        .collect();
+    let all_stream = dead.iter().filter(|d| d.1).count() == f16_stores.iter().filter(|d| d.1).count();
+    let through_register: std::collections::HashMap<usize, Vec<Instruction>> = dead
+        .iter()
+        .filter_map(|&(i, streams)| {
+            Some((i, f16_store_through_register(&insts[i].ins, streams && all_stream)?))
+        })
         .collect();
     // In place, each instruction its own length; unless a move has no VEX form of its
     // length (`movaps xmm1, xmm0`: 3 bytes), or an `fp16` store goes through its register,
@@ -410,10 +421,16 @@ fn f16_store_through_register(ins: &Instruction, streams: bool) -> Option<Vec<In
     Some(vec![convert, store])
 }
 
+/// The vector registers a call may read (`xmm0` up): kernels call helpers of at most
+/// this many vector arguments (`FunctionCx::call_helper` refuses more), and Cranelift's
+/// libcalls take at most three (`fmaf`).
+pub(crate) const CALL_VECTOR_ARGUMENTS: usize = 4;
+
 /// Whether no path from after `insts[i]` reads vector register `reg` (any width) before
 /// an instruction writes it without reading it. A call ends a path for the registers that
-/// carry no arguments (`xmm8`–`xmm15`: every vector register is the caller's to save) and
-/// reads the others; a return ends it (kernels return an integer); `vzeroupper` keeps the
+/// carry no arguments (every vector register is the caller's to save) and reads the
+/// others ([`CALL_VECTOR_ARGUMENTS`]); a return ends it (kernels return an integer);
+/// `vzeroupper` keeps the
 /// low 128 bits, which are all that Cranelift's values hold, so it neither reads nor
 /// writes them. Anything iced reports as a read, a conditional read or a partial write
 /// (`movss xmm, xmm` merges) counts as a read.
@@ -432,7 +449,7 @@ fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
         }
         let d = &insts[j];
         if matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
-            if number < 8 {
+            if number < CALL_VECTOR_ARGUMENTS {
                 return false;
             }
             continue;
@@ -1068,6 +1085,29 @@ mod tests {
         let (code, r) = run(&[l, streamed, (read, None), (RET, None)], true, 1);
         assert!(r.is_ok(), "{r:?}");
         assert_eq!(listed(&code)[..2], kept);
+        // Two streaming stores, the second's register read after it: neither streams (a
+        // line written in part non-temporally and in part cached is read back). vaddps
+        // xmm1, xmm4, xmm4 reads it.
+        let load4: &[u8] = &[0xc4, 0xe2, 0x79, 0x13, 0x27];
+        let store4: &[u8] = &[0xc4, 0xe3, 0x79, 0x1d, 0x26, 0x00];
+        let read4: &[u8] = &[0xc5, 0xd8, 0x58, 0xcc];
+        let (l4, streamed4) = ((load4, Some(F16_LOAD_MARK)), (store4, Some(F16_STREAM_MARK)));
+        let (code, r) = run(&[l, streamed, l4, streamed4, (read4, None), (RET, None)], true, 2);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm0,%xmm0", "vmovdqu %xmm0,(%rsi)"]);
+        assert_eq!(listed(&code)[4], "vcvtps2ph $0,%ymm4,(%rsi)");
+        let (code, r) = run(&[l, streamed, l4, streamed4, (RET, None)], true, 2);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[2], "vmovntdq %xmm0,(%rsi)");
+        assert_eq!(listed(&code)[5], "vmovntdq %xmm4,(%rsi)");
+        // A call reads no register past xmm3: xmm4 dies there.
+        let (code, r) = run(
+            &[(load4, Some(F16_LOAD_MARK)), (store4, Some(F16_STORE_MARK)), (call, None), (RET, None)],
+            true,
+            1,
+        );
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm4,%xmm4", "vmovdqu %xmm4,(%rsi)"]);
         // In 512 bits the store goes through ymm16 whatever follows.
         let (code, r) = run_with(&[l, s, (read, None), (RET, None)], true, 1, true);
         assert!(r.is_ok(), "{r:?}");
