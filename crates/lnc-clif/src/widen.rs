@@ -428,8 +428,8 @@ pub(crate) const CALL_VECTOR_ARGUMENTS: usize = 4;
 
 /// Whether no path from after `insts[i]` reads vector register `reg` (any width) before
 /// an instruction writes it without reading it. A call ends a path for the registers that
-/// carry no arguments (every vector register is the caller's to save) and reads the
-/// others ([`CALL_VECTOR_ARGUMENTS`]); a return ends it (kernels return an integer);
+/// carry no arguments (in System V every vector register is the caller's to save; on
+/// Windows the path goes on past it) and reads the others ([`CALL_VECTOR_ARGUMENTS`]); a return ends it (kernels return an integer);
 /// `vzeroupper` keeps the
 /// low 128 bits, which are all that Cranelift's values hold, so it neither reads nor
 /// writes them. Anything iced reports as a read, a conditional read or a partial write
@@ -451,6 +451,11 @@ fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
         if matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             if number < CALL_VECTOR_ARGUMENTS {
                 return false;
+            }
+            // System V: every vector register is the caller's to save, so no value lives
+            // across a call. Windows x64 keeps xmm6-15 across calls: there the path goes on.
+            if cfg!(windows) {
+                work.extend(d.succ.iter().copied());
             }
             continue;
         }
