@@ -1187,3 +1187,62 @@ fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
         }
     }
 }
+
+const STORED_THEN_READ: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def stored_then_read(X, Y, S, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    y = (x - mean) * 2.0
+    tl.store(Y + row * N + cols, y, mask=cols < N)
+    tl.store(S + row, tl.sum(tl.where(cols < N, y * x, 0.0), axis=0))
+"#;
+
+/// A long fp16 row whose stored value is read again after its store cannot stream from
+/// its 256-bit loop (its register lives on, lnc-clif's `widen`): the kernel is tiled again
+/// without `f16_stores`, and the row helper streams the row. Found in review (streaming
+/// silently off for the whole function); the bits are those of 128-bit vectors.
+#[test]
+fn a_long_fp16_row_read_after_its_store_streams_through_the_row_helper() {
+    if !lnc::computes_wide() || !lnc::converts_f16_natively() {
+        return;
+    }
+    let eight = lnc::CompileOptions { lanes: 8, stream_threshold: 0, ..Default::default() };
+    let module = |opts: lnc::CompileOptions| {
+        lnc::Jit::with_options(opts).module("read.py", STORED_THEN_READ).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (wide, narrow) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+    let lir = wide
+        .dump("stored_then_read", "*fp16,*fp16,*fp32,i32,4096", &req)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .remove(0)
+        .text;
+    assert!(lir.contains("row_store"), "{lir}");
+    let mut rng = rng();
+    for n in [1000usize, 4096] {
+        let sig = format!("*fp16,*fp16,*fp32,i32,{}", n.next_power_of_two());
+        let rows = 5;
+        let x: Vec<f16> = randn(&mut rng, rows * n, 0.5, 2.0).into_iter().map(f16::from_f32).collect();
+        let run = |m: &lnc::Module| {
+            let k = m.kernel("stored_then_read", &sig).unwrap_or_else(|e| panic!("{e}"));
+            let mut y = vec![f16::from_bits(0x7e5a); rows * n + 8];
+            let mut s = vec![f32::NAN; rows];
+            k.launch(rows as u32, &lnc::args![&x, &mut y, &mut s, n as i32])
+                .unwrap_or_else(|e| panic!("{e}"));
+            (
+                y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>(),
+                s.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(),
+            )
+        };
+        let ((y, s), (y128, s128)) = (run(&wide), run(&narrow));
+        assert!(y == y128, "N = {n}: y differs from 128-bit vectors");
+        assert_eq!(s, s128, "N = {n}");
+        assert!(y[rows * n..].iter().all(|&b| b == 0x7e5a), "N = {n}: written past the rows");
+    }
+}

@@ -184,6 +184,7 @@ pub struct CompiledKernel {
     patched: Patched,
     prefetches: u32,
     widened: u32,
+    unstreamed: bool,
     text: Option<KernelText>,
     /// Owns the code. Never touched after finalization except to free it; the mutex only
     /// makes the kernel `Sync` (the module holds a `RefCell`).
@@ -199,6 +200,14 @@ impl CompiledKernel {
     /// Scratch bytes each program needs.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch_bytes
+    }
+
+    /// Whether 256-bit loops had `fp16` tile stores marked streaming that could not all
+    /// store non-temporally (module `widen`: a stored register read after its store), and
+    /// so store them cached: tiled without `f16_stores`, such rows go through the row
+    /// helper, which streams them.
+    pub fn unstreamed(&self) -> bool {
+        self.unstreamed
     }
 
     /// The streaming stores rewritten to non-temporal stores (and those left cached).
@@ -416,13 +425,15 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
     // For the listing only: it decodes the whole function once more.
     let placeholders = if opts.emit_text { widen::placeholders(&code) } else { 0 };
-    let ymm = match widen::patch(
+    let mut unstreamed = false;
+    let ymm = match widen::patch_with(
         &mut code,
         compiled.buffer.traps(),
         &spans,
         (wide_stores, wide_extracts),
         zmm,
         &mut offsets,
+        &mut unstreamed,
     ) {
         Ok(n) => n,
         // Code without wide loops has nothing to refuse.
@@ -571,6 +582,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         patched,
         prefetches,
         widened: ymm,
+        unstreamed,
         text,
         module: Mutex::new(Some(module)),
     })

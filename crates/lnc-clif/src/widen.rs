@@ -178,13 +178,28 @@ struct Decoded {
 /// generation emitted) to 256 bits, or to 512 when `zmm` (module `evex`: the code is
 /// encoded again, and `relocs`, the offsets of its relocations, move with it). Returns the
 /// number of instructions widened.
+#[cfg(test)]
 pub(crate) fn patch(
+    code: &mut Vec<u8>,
+    traps: &[MachTrap],
+    spans: &[(usize, usize)],
+    emitted: (u32, u32),
+    zmm: bool,
+    relocs: &mut [u32],
+) -> Result<u32, Unproven> {
+    patch_with(code, traps, spans, emitted, zmm, relocs, &mut false)
+}
+
+/// [`patch`]; sets `unstreamed` when 256-bit code had `fp16` stores marked streaming that
+/// could not all go through their registers, and so stores them cached.
+pub(crate) fn patch_with(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
     spans: &[(usize, usize)],
     (emitted, extracts_emitted): (u32, u32),
     zmm: bool,
     relocs: &mut [u32],
+    unstreamed: &mut bool,
 ) -> Result<u32, Unproven> {
     let marks: Vec<(usize, u8)> = traps
         .iter()
@@ -329,7 +344,9 @@ pub(crate) fn patch(
         .filter(|&&(i, _)| dead_after(&insts, i, insts[i].ins.op1_register()))
         .copied()
         .collect();
-    let all_stream = dead.iter().filter(|d| d.1).count() == f16_stores.iter().filter(|d| d.1).count();
+    let marked_streaming = f16_stores.iter().filter(|d| d.1).count();
+    let all_stream = dead.iter().filter(|d| d.1).count() == marked_streaming;
+    *unstreamed = marked_streaming > 0 && !all_stream;
     let through_register: std::collections::HashMap<usize, Vec<Instruction>> = dead
         .iter()
         .filter_map(|&(i, streams)| {

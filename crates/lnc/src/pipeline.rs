@@ -261,20 +261,32 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let (lir, tile_opts) = tile(file, &bir, opts, !req.checked)?;
+    let (mut lir, mut tile_opts) = tile(file, &bir, opts, !req.checked)?;
     timings.tile = t.elapsed();
     if opts.verify {
         lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
-    }
-    if req.wants(Stage::Lir) {
-        dumps.push(Dump { stage: Stage::Lir, pass: None, text: lnc_lir::print::print_function(&lir) });
     }
 
     let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm) || req.wants(Stage::Mc);
     let cg_opts = codegen_options(opts, req.checked, emit_text);
     let t = Instant::now();
-    let code = codegen(&lir, &cg_opts)?;
+    let mut code = codegen(&lir, &cg_opts)?;
+    // A long fp16 row kept in its loop (`TileOptions::f16_stores`) streams only through
+    // registers that die at their stores (lnc-clif's `widen`); where one lives on, the
+    // kernel is tiled again without it, and the row helper streams the row.
+    if code.unstreamed() && tile_opts.f16_stores {
+        let again = lnc_tile::TileOptions { f16_stores: false, ..tile_opts };
+        lir = lnc_tile::lower(&bir, &again).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
+        if opts.verify {
+            lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
+        }
+        tile_opts = again;
+        code = codegen(&lir, &cg_opts)?;
+    }
     timings.codegen = t.elapsed();
+    if req.wants(Stage::Lir) {
+        dumps.push(Dump { stage: Stage::Lir, pass: None, text: lnc_lir::print::print_function(&lir) });
+    }
     if let Some(text) = code.text() {
         if req.wants(Stage::Clif) {
             let text = format!(
