@@ -1084,7 +1084,9 @@ fn several_results_of_a_wide_loop_refused_in_registers_leave_through_memory() {
     }
 }
 
-const STORED_AND_SUMMED: &str = r#"
+/// Two kernels that store an fp16 row computed in fp32 and sum it after the store: one
+/// sums only what it stored, the other reads `x` too, after a mean pass over the row.
+const STORED_ROWS: &str = r#"
 import triton
 import triton.language as tl
 
@@ -1096,101 +1098,6 @@ def stored_and_summed(X, Y, S, N, BLOCK: tl.constexpr):
     y = x * 1.5 + 0.25
     tl.store(Y + row * N + cols, y, mask=cols < N)
     tl.store(S + row, tl.sum(tl.where(cols < N, y * y, 0.0), axis=0))
-"#;
-
-/// `fp16` stores of 256-bit loops convert into the stored register and store it
-/// (`vcvtps2ph xmm, ymm` then `vmovdqu`, or `vmovntdq` where the loop streams) where
-/// nothing reads that register after the store (lnc-clif's `widen`): all of the seed
-/// forward's. A kernel that sums what it stored
-/// gives the bits of 128-bit vectors whichever form each store took.
-#[test]
-fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
-    if !lnc::computes_wide() || !lnc::converts_f16_natively() {
-        return;
-    }
-    let eight = lnc::CompileOptions { lanes: 8, stream_threshold: u64::MAX, ..Default::default() };
-    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Mc], checked: true, ..Default::default() };
-    let seed = seed_module(&lnc::Jit::with_options(eight.clone()));
-    let mc = seed
-        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,1024", &req)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-        .text;
-    let wide_stores: Vec<&str> =
-        mc.lines().filter(|l| l.contains("vcvtps2ph") && l.contains("%ymm")).collect();
-    assert!(!wide_stores.is_empty(), "{mc}");
-    assert!(wide_stores.iter().all(|l| l.contains(",%xmm")), "a memory form left: {wide_stores:?}");
-    // Long rows store in their loops too (`TileOptions::f16_stores`), non-temporally in the
-    // loop's streaming copy (lnc-tile's `stream`).
-    let streaming =
-        seed_module(&lnc::Jit::with_options(lnc::CompileOptions { stream_threshold: 0, ..eight.clone() }));
-    let mc = streaming
-        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,4096", &req)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-        .text;
-    let lines: Vec<&str> = mc.lines().collect();
-    let streamed =
-        lines.windows(2).filter(|w| w[0].contains("vcvtps2ph") && w[1].contains("vmovntdq")).count();
-    assert!(streamed >= 2, "{mc}");
-    let lir_req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
-    let lir = streaming
-        .dump("_layer_norm_fwd_fused", "*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,4096", &lir_req)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-        .text;
-    assert!(!lir.contains("row_store"), "{lir}");
-    // The dx kernel's streaming loop stores dx with both of its stores non-temporal (one
-    // left cached made the kernel 16 times slower: lnc-clif's `widen` streams all or none).
-    let dx = streaming
-        .dump(
-            "_layer_norm_bwd_dx_fused",
-            "*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,*i32,i32,i32,fp32,256,2048",
-            &lnc::DumpRequest { checked: false, ..req.clone() },
-        )
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-        .text;
-    let lines: Vec<&str> = dx.lines().collect();
-    let streamed =
-        lines.windows(2).filter(|w| w[0].contains("vcvtps2ph") && w[1].contains("vmovntdq")).count();
-    assert_eq!(streamed, 2, "{dx}");
-    assert!(!dx.lines().any(|l| l.contains("vcvtps2ph") && l.contains("%ymm") && l.contains("(%")), "{dx}");
-    let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("summed.py", STORED_AND_SUMMED).unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (wide, narrow) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
-    let mut rng = rng();
-    for n in [8usize, 61, 1000, 1024] {
-        let sig = format!("*fp16,*fp16,*fp32,i32,{}", n.next_power_of_two());
-        let rows = 7;
-        let x: Vec<f16> = randn(&mut rng, rows * n, 0.0, 2.0).into_iter().map(f16::from_f32).collect();
-        let run = |m: &lnc::Module| {
-            let k = m.kernel("stored_and_summed", &sig).unwrap_or_else(|e| panic!("{e}"));
-            let mut y = vec![f16::from_bits(0x7e5a); rows * n + 3];
-            let mut s = vec![f32::NAN; rows];
-            k.launch(rows as u32, &lnc::args![&x, &mut y, &mut s, n as i32])
-                .unwrap_or_else(|e| panic!("{e}"));
-            (k.widened_instructions(), y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>(), s)
-        };
-        let ((widened, y, s), (_, y128, s128)) = (run(&wide), run(&narrow));
-        assert!(widened > 0, "N = {n}: no loop widened");
-        assert!(y == y128, "N = {n}: y differs from 128-bit vectors");
-        assert_eq!(
-            s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            s128.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            "N = {n}"
-        );
-        assert!(y[rows * n..].iter().all(|&b| b == 0x7e5a), "N = {n}: written past the rows");
-        for (k, &v) in x.iter().enumerate() {
-            assert_eq!(y[k], f16::from_f32(v.to_f32() * 1.5 + 0.25).to_bits(), "N = {n}, element {k}");
-        }
-    }
-}
-
-const STORED_THEN_READ: &str = r#"
-import triton
-import triton.language as tl
 
 @triton.jit
 def stored_then_read(X, Y, S, N, BLOCK: tl.constexpr):
@@ -1203,6 +1110,98 @@ def stored_then_read(X, Y, S, N, BLOCK: tl.constexpr):
     tl.store(S + row, tl.sum(tl.where(cols < N, y * x, 0.0), axis=0))
 "#;
 
+/// [`STORED_ROWS`] compiled with `opts` and with 128-bit vectors only.
+fn stored_rows_modules(opts: lnc::CompileOptions) -> (lnc::Module, lnc::Module) {
+    let module = |opts: lnc::CompileOptions| {
+        lnc::Jit::with_options(opts).module("stored.py", STORED_ROWS).unwrap_or_else(|e| panic!("{e}"))
+    };
+    (module(opts.clone()), module(lnc::CompileOptions { wide: false, ..opts }))
+}
+
+/// The text of stage dump `req` of `kernel` of `module` at `sig`.
+fn dumped(module: &lnc::Module, kernel: &str, sig: &str, req: &lnc::DumpRequest) -> String {
+    module.dump(kernel, sig, req).unwrap_or_else(|e| panic!("{e}")).remove(0).text
+}
+
+/// Conversions to fp16 stored non-temporally in `mc` (`vcvtps2ph` then `vmovntdq`).
+fn streamed_f16_stores(mc: &str) -> usize {
+    let lines: Vec<&str> = mc.lines().collect();
+    lines.windows(2).filter(|w| w[0].contains("vcvtps2ph") && w[1].contains("vmovntdq")).count()
+}
+
+/// `kernel` of [`STORED_ROWS`] in `module` on `rows` rows of `x` of length `n`: the
+/// instructions widened, the bits of y (poisoned past the rows) and of the sums.
+fn run_stored_rows(
+    module: &lnc::Module,
+    kernel: &str,
+    x: &[f16],
+    rows: usize,
+    n: usize,
+) -> (u32, Vec<u16>, Vec<u32>) {
+    let sig = format!("*fp16,*fp16,*fp32,i32,{}", n.next_power_of_two());
+    let k = module.kernel(kernel, &sig).unwrap_or_else(|e| panic!("{e}"));
+    let mut y = vec![f16::from_bits(0x7e5a); rows * n + 8];
+    let mut s = vec![f32::NAN; rows];
+    k.launch(rows as u32, &lnc::args![x, &mut y, &mut s, n as i32]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(y[rows * n..].iter().all(|&b| b.to_bits() == 0x7e5a), "{kernel} N = {n}: written past the rows");
+    (
+        k.widened_instructions(),
+        y.iter().map(|v| v.to_bits()).collect(),
+        s.iter().map(|v| v.to_bits()).collect(),
+    )
+}
+
+/// `fp16` stores of 256-bit loops convert into the stored register and store it
+/// (`vcvtps2ph xmm, ymm` then `vmovdqu`, or `vmovntdq` where the loop streams) where
+/// nothing reads that register after the store (lnc-clif's `widen`): all of the seed
+/// forward's. A kernel that sums what it stored gives the bits of 128-bit vectors
+/// whichever form each store took.
+#[test]
+fn fp16_stores_of_256_bit_loops_convert_in_their_register() {
+    if !lnc::computes_wide() || !lnc::converts_f16_natively() {
+        return;
+    }
+    let eight = lnc::CompileOptions { lanes: 8, stream_threshold: u64::MAX, ..Default::default() };
+    let req = lnc::DumpRequest { stages: vec![lnc::Stage::Mc], checked: true, ..Default::default() };
+    let fwd = |t: usize| format!("*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,i32,i32,fp32,{t}");
+    let seed = seed_module(&lnc::Jit::with_options(eight.clone()));
+    let mc = dumped(&seed, "_layer_norm_fwd_fused", &fwd(1024), &req);
+    let wide_stores: Vec<&str> =
+        mc.lines().filter(|l| l.contains("vcvtps2ph") && l.contains("%ymm")).collect();
+    assert!(!wide_stores.is_empty(), "{mc}");
+    assert!(wide_stores.iter().all(|l| l.contains(",%xmm")), "a memory form left: {wide_stores:?}");
+    // Long rows store in their loops too (`TileOptions::f16_stores`), non-temporally in the
+    // loop's streaming copy (lnc-tile's `stream`).
+    let streaming =
+        seed_module(&lnc::Jit::with_options(lnc::CompileOptions { stream_threshold: 0, ..eight.clone() }));
+    let mc = dumped(&streaming, "_layer_norm_fwd_fused", &fwd(4096), &req);
+    assert!(streamed_f16_stores(&mc) >= 2, "{mc}");
+    let lir_req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
+    let lir = dumped(&streaming, "_layer_norm_fwd_fused", &fwd(4096), &lir_req);
+    assert!(!lir.contains("row_store"), "{lir}");
+    // The dx kernel's streaming loop stores dx with both of its stores non-temporal (one
+    // left cached made the kernel 16 times slower: lnc-clif's `widen` streams all or none).
+    let dx_sig = "*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp16,*fp32,*fp32,*i32,i32,i32,fp32,256,2048";
+    let dx =
+        dumped(&streaming, "_layer_norm_bwd_dx_fused", dx_sig, &lnc::DumpRequest { checked: false, ..req });
+    assert_eq!(streamed_f16_stores(&dx), 2, "{dx}");
+    assert!(!dx.lines().any(|l| l.contains("vcvtps2ph") && l.contains("%ymm") && l.contains("(%")), "{dx}");
+    let (wide, narrow) = stored_rows_modules(eight);
+    let mut rng = rng();
+    for n in [8usize, 61, 1000, 1024] {
+        let rows = 7;
+        let x: Vec<f16> = randn(&mut rng, rows * n, 0.0, 2.0).into_iter().map(f16::from_f32).collect();
+        let (widened, y, s) = run_stored_rows(&wide, "stored_and_summed", &x, rows, n);
+        let (_, y128, s128) = run_stored_rows(&narrow, "stored_and_summed", &x, rows, n);
+        assert!(widened > 0, "N = {n}: no loop widened");
+        assert!(y == y128, "N = {n}: y differs from 128-bit vectors");
+        assert_eq!(s, s128, "N = {n}");
+        for (k, &v) in x.iter().enumerate() {
+            assert_eq!(y[k], f16::from_f32(v.to_f32() * 1.5 + 0.25).to_bits(), "N = {n}, element {k}");
+        }
+    }
+}
+
 /// A long fp16 row whose stored value is read again after its store cannot stream from
 /// its 256-bit loop (its register lives on, lnc-clif's `widen`): the kernel is tiled again
 /// without `f16_stores`, and the row helper streams the row. Found in review (streaming
@@ -1212,37 +1211,18 @@ fn a_long_fp16_row_read_after_its_store_streams_through_the_row_helper() {
     if !lnc::computes_wide() || !lnc::converts_f16_natively() {
         return;
     }
-    let eight = lnc::CompileOptions { lanes: 8, stream_threshold: 0, ..Default::default() };
-    let module = |opts: lnc::CompileOptions| {
-        lnc::Jit::with_options(opts).module("read.py", STORED_THEN_READ).unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (wide, narrow) = (module(eight.clone()), module(lnc::CompileOptions { wide: false, ..eight }));
+    let (wide, narrow) =
+        stored_rows_modules(lnc::CompileOptions { lanes: 8, stream_threshold: 0, ..Default::default() });
     let req = lnc::DumpRequest { stages: vec![lnc::Stage::Lir], checked: true, ..Default::default() };
-    let lir = wide
-        .dump("stored_then_read", "*fp16,*fp16,*fp32,i32,4096", &req)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-        .text;
+    let lir = dumped(&wide, "stored_then_read", "*fp16,*fp16,*fp32,i32,4096", &req);
     assert!(lir.contains("row_store"), "{lir}");
     let mut rng = rng();
     for n in [1000usize, 4096] {
-        let sig = format!("*fp16,*fp16,*fp32,i32,{}", n.next_power_of_two());
         let rows = 5;
         let x: Vec<f16> = randn(&mut rng, rows * n, 0.5, 2.0).into_iter().map(f16::from_f32).collect();
-        let run = |m: &lnc::Module| {
-            let k = m.kernel("stored_then_read", &sig).unwrap_or_else(|e| panic!("{e}"));
-            let mut y = vec![f16::from_bits(0x7e5a); rows * n + 8];
-            let mut s = vec![f32::NAN; rows];
-            k.launch(rows as u32, &lnc::args![&x, &mut y, &mut s, n as i32])
-                .unwrap_or_else(|e| panic!("{e}"));
-            (
-                y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>(),
-                s.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(),
-            )
-        };
-        let ((y, s), (y128, s128)) = (run(&wide), run(&narrow));
+        let (_, y, s) = run_stored_rows(&wide, "stored_then_read", &x, rows, n);
+        let (_, y128, s128) = run_stored_rows(&narrow, "stored_then_read", &x, rows, n);
         assert!(y == y128, "N = {n}: y differs from 128-bit vectors");
         assert_eq!(s, s128, "N = {n}");
-        assert!(y[rows * n..].iter().all(|&b| b == 0x7e5a), "N = {n}: written past the rows");
     }
 }

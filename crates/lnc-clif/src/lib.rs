@@ -426,7 +426,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     // For the listing only: it decodes the whole function once more.
     let placeholders = if opts.emit_text { widen::placeholders(&code) } else { 0 };
     let mut unstreamed = false;
-    let ymm = match widen::patch_with(
+    let ymm = match widen::patch(
         &mut code,
         compiled.buffer.traps(),
         &spans,

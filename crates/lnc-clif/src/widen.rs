@@ -177,22 +177,10 @@ struct Decoded {
 /// wide loops; `emitted`: the marked stores and the extraction placeholders code
 /// generation emitted) to 256 bits, or to 512 when `zmm` (module `evex`: the code is
 /// encoded again, and `relocs`, the offsets of its relocations, move with it). Returns the
-/// number of instructions widened.
-#[cfg(test)]
+/// number of instructions widened. Sets `unstreamed` when 256-bit code had `fp16` stores
+/// marked streaming that could not all go through their registers, and so stores them
+/// cached.
 pub(crate) fn patch(
-    code: &mut Vec<u8>,
-    traps: &[MachTrap],
-    spans: &[(usize, usize)],
-    emitted: (u32, u32),
-    zmm: bool,
-    relocs: &mut [u32],
-) -> Result<u32, Unproven> {
-    patch_with(code, traps, spans, emitted, zmm, relocs, &mut false)
-}
-
-/// [`patch`]; sets `unstreamed` when 256-bit code had `fp16` stores marked streaming that
-/// could not all go through their registers, and so stores them cached.
-pub(crate) fn patch_with(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
     spans: &[(usize, usize)],
@@ -444,12 +432,11 @@ fn f16_store_through_register(ins: &Instruction, streams: bool) -> Option<Vec<In
 pub(crate) const CALL_VECTOR_ARGUMENTS: usize = 4;
 
 /// Whether no path from after `insts[i]` reads vector register `reg` (any width) before
-/// an instruction writes it without reading it. A call ends a path for the registers that
-/// carry no arguments (in System V every vector register is the caller's to save; on
-/// Windows the path goes on past it) and reads the others ([`CALL_VECTOR_ARGUMENTS`]); a return ends it (kernels return an integer);
-/// `vzeroupper` keeps the
-/// low 128 bits, which are all that Cranelift's values hold, so it neither reads nor
-/// writes them. Anything iced reports as a read, a conditional read or a partial write
+/// an instruction writes it without reading it. A call reads the registers that carry
+/// arguments ([`CALL_VECTOR_ARGUMENTS`]) and ends a path for the others (in System V every
+/// vector register is the caller's to save; on Windows the path goes on past it); a
+/// return ends it (kernels return an integer); `vzeroupper` keeps the low 128 bits, which
+/// are all that Cranelift's values hold, so it neither reads nor writes them. Anything iced reports as a read, a conditional read or a partial write
 /// (`movss xmm, xmm` merges) counts as a read.
 fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
     use iced_x86::{InstructionInfoFactory, OpAccess};
@@ -1036,7 +1023,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut []);
+        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut [], &mut false);
         (code, r)
     }
 
@@ -1176,7 +1163,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = vec![(0, code.len())];
-        assert_eq!(patch(&mut code, &traps, &spans, (1, 0), true, &mut []), Ok(3));
+        assert_eq!(patch(&mut code, &traps, &spans, (1, 0), true, &mut [], &mut false), Ok(3));
         let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
         let got: Vec<String> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
             .take(4)
@@ -1194,7 +1181,7 @@ mod tests {
         // Refused the same way as in 256 bits: a store of an unmarked load.
         let mut code = [LOAD, ADD, STORE, RET].concat();
         let traps = [MachTrap { offset: 8, code: TrapCode::user(STORE_MARK).expect("nonzero") }];
-        assert!(patch(&mut code, &traps, &[(0, 13)], (1, 0), true, &mut []).is_err());
+        assert!(patch(&mut code, &traps, &[(0, 13)], (1, 0), true, &mut [], &mut false).is_err());
     }
 
     /// `vroundps dst, src, imm` (register form): with modes 3 and 0, the placeholders of
@@ -1671,7 +1658,11 @@ mod tests {
             let disp = 64 - (rip_at as i32 + 8);
             code[rip_at + 4..rip_at + 8].copy_from_slice(&disp.to_le_bytes());
             let mut relocs = [mov_at as u32 + 2];
-            assert_eq!(patch(&mut code, &traps, &[(0, end)], (1, 0), zmm, &mut relocs), Ok(3), "zmm {zmm}");
+            assert_eq!(
+                patch(&mut code, &traps, &[(0, end)], (1, 0), zmm, &mut relocs, &mut false),
+                Ok(3),
+                "zmm {zmm}"
+            );
             let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
             let all: Vec<Instruction> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
                 .take_while(|i| i.ip() < end as u64 * 2)
