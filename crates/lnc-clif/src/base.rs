@@ -875,9 +875,9 @@ fn codegen_inst(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError
             nargs(1)?;
             memory::codegen_scratch_load(fx, slot, data.args[0], result(1)?)?
         }
-        Opcode::Prefetch => {
+        Opcode::Prefetch { write } => {
             nargs(2)?;
-            prefetch::codegen_prefetch(fx, data.args[0], data.args[1])?;
+            prefetch::codegen_prefetch(fx, data.args[0], data.args[1], write)?;
             return Ok(());
         }
         Opcode::ScratchStore(slot) => {

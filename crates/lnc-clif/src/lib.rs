@@ -403,6 +403,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut code = compiled.code_buffer().to_vec();
     let patched = stream::patch(&mut code, compiled.buffer.traps());
     let prefetches = prefetch::patch(&mut code, compiled.buffer.traps())?;
+    let write_prefetches = prefetch::patch_write(&mut code, compiled.buffer.traps())?;
     let (widened, narrowed) = f16c::patch(&mut code, compiled.buffer.traps())?;
     // Each wide loop's code, from the first to the last instruction of its source
     // location: Cranelift places what it hoists out of the loop (a broadcast) in front of
@@ -536,6 +537,12 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 "byte loads",
                 prefetch::MARK,
                 "prefetchnta of the same address",
+            ));
+            asm.push_str(&marks::note(
+                write_prefetches,
+                "byte loads",
+                prefetch::WRITE_MARK,
+                "prefetchw (prefetcht0 where the host has no prefetchw) of the same address",
             ));
             asm.push_str(&marks::note(
                 widened,

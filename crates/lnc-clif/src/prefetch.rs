@@ -9,6 +9,7 @@
 //! | Cranelift emits | becomes |
 //! |---|---|
 //! | `movzb{l,q} m8, r` (`[REX] 0F B6 /r`) | `prefetchnta m8` (`[REX] 0F 18 /0`) |
+//! | the same, marked [`WRITE_MARK`] | `prefetchw m8` (`[REX] 0F 0D /1`) |
 //!
 //! The register field of the ModRM byte becomes the prefetch's `/0`, and the REX prefix
 //! loses its W and R bits (the width and the register, which a prefetch does not have);
@@ -38,6 +39,12 @@
 //! `prefetcht0` measured between the two (one run of 40 launches: fp32 forward 0.87–1.07
 //! of `prefetcht1`, dx + dwdb 0.85–1.02).
 //!
+//! A write prefetch (`prefetch.write`, module `stream` of lnc-tile) asks for the line in
+//! the exclusive state, as a store that misses would, but without the store waiting for
+//! it: the cached stores at the ends of a streamed row then find their lines owned.
+//! `prefetchw` is in every x86-64 processor AMD has made and in Intel's since Broadwell
+//! (CPUID `0x8000_0001`, ECX bit 8); where the host lacks it, `prefetcht0` stands in.
+//!
 //! A prefetch never faults, so its address may be anything, such as the row after the
 //! grid's last. The byte load it replaces could fault: an instruction that is not the
 //! expected encoding is an error of the compilation, never left in the code.
@@ -52,6 +59,9 @@ use crate::base::FunctionCx;
 /// The trap code marking a load to rewrite into a prefetch.
 pub(crate) const MARK: u8 = 0x50;
 
+/// The trap code marking a load to rewrite into a write prefetch.
+pub(crate) const WRITE_MARK: u8 = 0x53;
+
 /// The prefetch's hint, the register field of its ModRM byte (`0F 18 /hint`): 0 is
 /// `prefetchnta` (1 `prefetcht0`, 2 `prefetcht1`, 3 `prefetcht2`; see the module docs).
 const HINT: u8 = 0;
@@ -63,10 +73,12 @@ const HINT: u8 = 0;
 /// never lets a data load take its result, which no instruction writes once it is a
 /// prefetch. (Cranelift may still drop a second marked load of the same address: one
 /// prefetch fewer.)
+/// `write`: a write prefetch.
 pub(crate) fn codegen_prefetch(
     fx: &mut FunctionCx,
     ptr: lir::Value,
     offset: lir::Value,
+    write: bool,
 ) -> Result<(), CodegenError> {
     // The code is for the host (`cranelift_native`), so the host's architecture decides.
     if !cfg!(target_arch = "x86_64") {
@@ -82,7 +94,7 @@ pub(crate) fn codegen_prefetch(
             .alias_regions
             .insert(AliasRegionData { user_id: u32::from(MARK), description: "prefetch".into() })
     });
-    let flags = crate::marks::flags(MARK).with_alias_region(Some(region));
+    let flags = crate::marks::flags(if write { WRITE_MARK } else { MARK }).with_alias_region(Some(region));
     fx.bcx.ins().load(types::I8, flags, addr, 0);
     Ok(())
 }
@@ -90,15 +102,46 @@ pub(crate) fn codegen_prefetch(
 /// Rewrites the marked loads of `code` (trap records `traps`) in place into prefetches;
 /// returns how many.
 pub(crate) fn patch(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
+    rewrite(code, traps, MARK, [0x18, HINT])
+}
+
+/// Rewrites the loads marked [`WRITE_MARK`] of `code` in place into write prefetches
+/// (`prefetcht0` where the host has no `prefetchw`); returns how many.
+pub(crate) fn patch_write(code: &mut [u8], traps: &[MachTrap]) -> Result<u32, CodegenError> {
+    rewrite(code, traps, WRITE_MARK, if host_has_prefetchw() { [0x0d, 1] } else { [0x18, 1] })
+}
+
+/// Whether the host has `prefetchw` (CPUID `0x8000_0001`, ECX bit 8, "3DNowPrefetch"),
+/// asked once: under a hypervisor each CPUID exits to it.
+fn host_has_prefetchw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+            max >= 0x8000_0001 && (std::arch::x86_64::__cpuid(0x8000_0001).ecx >> 8) & 1 == 1
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
+/// Rewrites the loads marked `mark` into `0F opcode /reg` with the same address.
+fn rewrite(
+    code: &mut [u8],
+    traps: &[MachTrap],
+    mark: u8,
+    [opcode, reg]: [u8; 2],
+) -> Result<u32, CodegenError> {
     let mut n = 0;
-    for at in crate::marks::offsets(traps, MARK) {
+    for at in crate::marks::offsets(traps, mark) {
         let (rex, op) = movzx_at(code, at)
             .ok_or_else(|| crate::marks::unexpected(code, at, "a prefetch", "byte load"))?;
         if let Some(r) = rex {
             code[r] &= !0x0c;
         }
-        code[op] = 0x18;
-        code[op + 1] = (code[op + 1] & 0xc7) | (HINT << 3);
+        code[op] = opcode;
+        code[op + 1] = (code[op + 1] & 0xc7) | (reg << 3);
         n += 1;
     }
     Ok(n)
@@ -132,6 +175,23 @@ mod tests {
             ),
         ];
         crate::marks::assert_rewrites(MARK, &cases, patch);
+    }
+
+    #[test]
+    fn rewrites_write_marked_byte_loads_to_write_prefetches() {
+        // `prefetchw` is `0F 0D /1`; `prefetcht0` (`0F 18 /1`) stands in without it.
+        let op = if host_has_prefetchw() { 0x0d } else { 0x18 };
+        let cases: [(&[u8], &[u8]); 2] = [
+            (&[0x0f, 0xb6, 0x07], &[0x0f, op, 0x0f]),
+            (&[0x4f, 0x0f, 0xb6, 0x5c, 0x88, 0x40], &[0x43, 0x0f, op, 0x4c, 0x88, 0x40]),
+        ];
+        crate::marks::assert_rewrites(WRITE_MARK, &cases, patch_write);
+        // Each rewrite takes its own marks only.
+        let mut code = vec![0x0f, 0xb6, 0x07];
+        let read =
+            MachTrap { offset: 0, code: cranelift_codegen::ir::TrapCode::user(MARK).expect("nonzero") };
+        assert_eq!(patch_write(&mut code, &[read]).expect("nothing to rewrite"), 0);
+        assert_eq!(code, [0x0f, 0xb6, 0x07]);
     }
 
     #[test]

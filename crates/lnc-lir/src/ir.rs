@@ -220,11 +220,14 @@ pub enum Opcode {
         stream: bool,
     },
     /// `(ptr, offset: int scalar) -> ()`: a hint that the program, or the worker's next
-    /// one, will read the cache line holding element `ptr + offset` soon: it asks for the
-    /// line to be brought into the cache (module `prefetch` of lnc-tile). It reads and
-    /// writes nothing the program sees, never faults, whatever the address, and may be
-    /// dropped.
-    Prefetch,
+    /// one, will read the cache line holding element `ptr + offset` soon (module `prefetch`
+    /// of lnc-tile), or with `write`, will write it (module `stream`): it asks for the line
+    /// to be brought into the cache, for writing with `write`. It reads and writes nothing
+    /// the program sees, never faults, whatever the address, and may be dropped.
+    Prefetch {
+        /// The line will be written: it is fetched for ownership.
+        write: bool,
+    },
     /// `(tile) -> scalar`: combines the lanes (pairwise, lane order fixed).
     ReduceLanes(ReduceOp),
     /// `(lb, ub, step, init...) -> carried...`: one region with arguments
@@ -523,7 +526,7 @@ impl Opcode {
             Opcode::RowStore { .. } => "row_store",
             Opcode::StreamOk => "stream_ok",
             Opcode::LineGap => "line_gap",
-            Opcode::Prefetch => "prefetch",
+            Opcode::Prefetch { .. } => "prefetch",
             Opcode::ReduceLanes(_) => "reduce_lanes",
             Opcode::For => "for",
             Opcode::While => "while",

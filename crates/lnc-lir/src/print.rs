@@ -193,9 +193,9 @@ fn inst_header(f: &Function, names: &Names, i: Inst) -> String {
             let _ = write!(s, "atomic_cas.{} {}", addr.name(), access(names, args, 2, false, false));
             site = Some(format!("  ; site {k}"));
         }
-        Opcode::Prefetch => {
+        Opcode::Prefetch { write } => {
             let name = |k: usize| args.get(k).map_or("<missing>".to_string(), |&v| names.name(v));
-            let _ = write!(s, "prefetch {}[{}]", name(0), name(1));
+            let _ = write!(s, "prefetch{} {}[{}]", if write { ".write" } else { "" }, name(0), name(1));
         }
         Opcode::ScratchLoad(slot) => {
             let _ = write!(s, "scratch_load s{slot}[{}]", list(names, args));

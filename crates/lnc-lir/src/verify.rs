@@ -736,7 +736,7 @@ impl<'a> Verifier<'a> {
                     }
                 }
             }
-            Opcode::Prefetch => {
+            Opcode::Prefetch { .. } => {
                 if !self.counts(i, 2, 0) {
                     return;
                 }

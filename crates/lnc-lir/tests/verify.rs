@@ -734,16 +734,16 @@ fn the_verifier_never_panics_on_dangling_entities() {
 fn prefetches_take_a_pointer_and_a_scalar_offset() {
     rejects("`prefetch` takes a pointer and an integer scalar offset", |b, _x, _y, n| {
         let zero = c(b, 0);
-        b.effect(Opcode::Prefetch, vec![n, zero], S);
+        b.effect(Opcode::Prefetch { write: false }, vec![n, zero], S);
     });
     rejects("`prefetch` takes a pointer and an integer scalar offset", |b, x, _y, n| {
         let t = tile(b, n, Ty::Tile(DType::I32, 4));
-        b.effect(Opcode::Prefetch, vec![x, t], S);
+        b.effect(Opcode::Prefetch { write: false }, vec![x, t], S);
     });
     let mut b = base();
     let x = arg(&mut b, 0);
     let n = arg(&mut b, 2);
-    b.effect(Opcode::Prefetch, vec![x, n], S);
+    b.effect(Opcode::Prefetch { write: false }, vec![x, n], S);
     let f = b.finish();
     verify(&f).expect("a prefetch of X[N] verifies");
     assert!(print_function(&f).contains("prefetch %0[%1]"), "{}", print_function(&f));

@@ -272,7 +272,7 @@ fn rerun_safe(f: &Function, body: &Region, pset: &HashSet<Value>) -> bool {
         }
         Opcode::ScratchLoad(slot) => !stored_slots.contains(&slot),
         Opcode::Store { stream, .. } => !stream,
-        Opcode::ScratchStore(_) | Opcode::Prefetch | Opcode::Yield => true,
+        Opcode::ScratchStore(_) | Opcode::Prefetch { .. } | Opcode::Yield => true,
         Opcode::ReduceLanes(_) => false,
         op => op.is_pure(),
     })
@@ -323,7 +323,7 @@ fn lanewise_in_iv(f: &Function, l: Inst, body: &Region) -> bool {
             }
             let tile_result = d.results.first().is_some_and(|&r| f.ty(r).is_tile());
             let ok = match d.opcode {
-                Opcode::Iota | Opcode::Prefetch => true,
+                Opcode::Iota | Opcode::Prefetch { .. } => true,
                 Opcode::Binary(BinOp::Add) if !inside.contains(&d.args[1 - k]) && d.args[0] != d.args[1] => {
                     index.insert(d.results[0]);
                     true

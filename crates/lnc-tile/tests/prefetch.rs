@@ -28,7 +28,11 @@ fn prefetches(f: &Function) -> Vec<usize> {
     for (k, &s) in f.body.insts.iter().enumerate() {
         let mut n = 0;
         for r in &f.insts[s].regions {
-            n += r.insts.iter().filter(|&&i| f.insts[i].opcode == Opcode::Prefetch).count();
+            n += r
+                .insts
+                .iter()
+                .filter(|&&i| matches!(f.insts[i].opcode, Opcode::Prefetch { write: false }))
+                .count();
         }
         out.extend(std::iter::repeat_n(k, n));
     }
@@ -248,6 +252,47 @@ fn prefetching_kernels_compute_what_the_block_ir_computes() {
                 &bufs,
                 &[4, 8],
             );
+        }
+    }
+}
+
+/// A program prefetches every line of the next program's row that the next program then
+/// reads, whether the row starts on a line or not and whatever its remainder and tail
+/// loops read past the host's range.
+#[test]
+fn every_line_of_the_next_row_is_prefetched() {
+    for (lanes, block) in [(4u8, 2048), (8, 1024), (8, 2048)] {
+        let f = bir(NORM, "k", &format!("*fp32,*fp32,i32,{block}"));
+        let l = tile_opts(&f, TileOptions { lanes, ..Default::default() }).unwrap();
+        assert!(!prefetches(&l).is_empty());
+        for n in [block as i64 - 24, block as i64 - 1, block as i64] {
+            // X starting 0-15 elements past a line.
+            for shift in [0i64, 1, 3, 4, 8, 12, 15] {
+                let programs = 4;
+                let len = (programs * n + 16) as usize;
+                let mut bufs = [
+                    Buffer::from_f64_values(DType::F32, &data(3, len)),
+                    Buffer::from_f64_values(DType::F32, &vec![f64::NAN; len]),
+                ];
+                let args = [
+                    ArgValue::Ptr { buffer: 0, offset: shift },
+                    ptr(1),
+                    ArgValue::Int(n),
+                    ArgValue::Int(block as i64),
+                ];
+                let lines =
+                    lir_interp::run_grid_lines(&l, [programs as u32, 1, 1], &args, &mut bufs).unwrap();
+                for p in 0..programs as usize - 1 {
+                    let missed: Vec<_> = lines.loaded[p + 1]
+                        .iter()
+                        .filter(|l| l.0 == 0 && !lines.prefetched[p].contains(l))
+                        .collect();
+                    assert!(
+                        missed.is_empty(),
+                        "{lanes} lanes, n = {n}, X + {shift}, program {p}: {missed:?}"
+                    );
+                }
+            }
         }
     }
 }

@@ -80,6 +80,9 @@ fn streaming_stores_write_lines_no_cached_store_writes() {
                 assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()), "{what}: element {k}");
             }
             assert!(lines.mixed.is_empty(), "{what}: lines written both ways: {:?}", lines.mixed);
+            // A cached store into a line the core does not hold waits for it, and the
+            // streaming stores behind it with it: a row that streams owns those lines first.
+            assert!(lines.cold.is_empty(), "{what}: lines written cached, not owned first: {:?}", lines.cold);
             assert_eq!(lines.streamed + lines.cached, 3 * n as usize, "{what}");
             // Every row of two whole lines or more past its first line boundary streams
             // (the interpreter's stream_ok agrees whenever aligned), 16-byte aligned or

@@ -5,7 +5,7 @@
 //! integer division by zero gives 0 (as the Cranelift code does); every access is
 //! checked against its buffer, and a masked-off lane is never touched.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lnc_bir::interp::{ArgValue, Buffer};
 use lnc_lir::*;
@@ -283,12 +283,25 @@ pub struct Lines {
     pub streamed: usize,
     pub cached: usize,
     pub mixed: Vec<(usize, i64)>,
+    /// The lines a program that streamed wrote by cached stores without having fetched
+    /// them for ownership first (`prefetch.write`).
+    pub cold: Vec<(usize, i64)>,
+    /// Per program in launch order, the lines its loads read (masked-off lanes aside) and
+    /// those it prefetched for reading.
+    pub loaded: Vec<HashSet<(usize, i64)>>,
+    pub prefetched: Vec<HashSet<(usize, i64)>>,
 }
 
 struct Machine<'a> {
     f: &'a Function,
     /// Per line (buffer, index) the program wrote: (streamed, cached).
     lines: HashMap<(usize, i64), (bool, bool)>,
+    /// The lines the program prefetched for writing, and those it then wrote cached
+    /// without.
+    owned: HashSet<(usize, i64)>,
+    cold: HashSet<(usize, i64)>,
+    loaded: HashSet<(usize, i64)>,
+    prefetched: HashSet<(usize, i64)>,
     /// Per element (buffer, index) the program wrote: whether streamed.
     stored: HashMap<(usize, i64), bool>,
     vals: HashMap<Value, V>,
@@ -374,8 +387,18 @@ impl Machine<'_> {
                 let S::P(_, offset) = a[0].s() else { panic!("line_gap of a non-pointer") };
                 Some(V::S(S::I((-(offset * size)).rem_euclid(64) / size)))
             }
-            // A hint: no effect a program can see.
-            Opcode::Prefetch => None,
+            // A hint: no effect a program can see. Write prefetches are recorded.
+            Opcode::Prefetch { write } => {
+                let size = f.ty(data.args[0]).dtype().size() as i64;
+                let S::P(b, offset) = a[0].s() else { panic!("prefetch of a non-pointer") };
+                let line = (b, ((offset + int(a[1].s())) * size).div_euclid(64));
+                if write {
+                    self.owned.insert(line);
+                } else {
+                    self.prefetched.insert(line);
+                }
+                None
+            }
             Opcode::Splat => Some(V::T(vec![a[0].s(); lanes])),
             Opcode::Iota => {
                 let d = rty.unwrap().dtype();
@@ -424,6 +447,8 @@ impl Machine<'_> {
                     .map(|(k, &(b, o))| {
                         let on = !has_mask || int(lane(&a[2], k)) != 0;
                         if on {
+                            let size = i64::from(self.bufs[b].dtype.size());
+                            self.loaded.insert((b, (o * size).div_euclid(64)));
                             read(&self.bufs[b], o)
                         } else if has_other {
                             lane(&a[2 + has_mask as usize], k)
@@ -460,6 +485,9 @@ impl Machine<'_> {
                             line.0 = true;
                         } else {
                             line.1 = true;
+                            if !self.owned.contains(&(b, o * size / 64)) {
+                                self.cold.insert((b, o * size / 64));
+                            }
                         }
                         self.stored.insert((b, o), nt);
                     }
@@ -664,6 +692,10 @@ pub fn run_grid_lines(
                 let mut m = Machine {
                     f,
                     lines: HashMap::new(),
+                    owned: HashSet::new(),
+                    cold: HashSet::new(),
+                    loaded: HashSet::new(),
+                    prefetched: HashSet::new(),
                     stored: HashMap::new(),
                     vals: HashMap::new(),
                     scratch: f.scratch.iter().map(|s| vec![S::P(usize::MAX, 0); s.len as usize]).collect(),
@@ -699,6 +731,13 @@ pub fn run_grid_lines(
                     m.lines.iter().filter(|(_, v)| v.0 && v.1).map(|(&l, _)| l).collect();
                 mixed.sort_unstable();
                 out.mixed.extend(mixed);
+                out.loaded.push(std::mem::take(&mut m.loaded));
+                out.prefetched.push(std::mem::take(&mut m.prefetched));
+                if m.stored.values().any(|&nt| nt) {
+                    let mut cold: Vec<(usize, i64)> = m.cold.into_iter().collect();
+                    cold.sort_unstable();
+                    out.cold.extend(cold);
+                }
             }
         }
     }
