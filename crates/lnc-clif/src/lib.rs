@@ -528,7 +528,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
             if through > 0 {
                 asm.push_str(&format!(
                     "; {through} of the fp16 stores of the 256-bit loops above convert into their register, \
-                     which nothing reads after them, and store it (vcvtps2ph xmm, ymm; then vmovdqu, or vmovntdq where it streams; \
+                     or another that nothing reads after them, and store it (vcvtps2ph xmm, ymm; then vmovdqu, or vmovntdq where it streams; \
                      the function encoded again)\n"
                 ));
             }

@@ -327,18 +327,17 @@ pub(crate) fn patch(
     // write-combining buffer and reads it back (the seed's dx kernel in fp16 took 16 times
     // as long with one store of two left cached). So where one streaming store cannot go
     // through its register, none streams.
-    let dead: Vec<(usize, bool)> = f16_stores
+    let dead: Vec<(usize, bool, Register)> = f16_stores
         .iter()
-        .filter(|&&(i, _)| dead_after(&insts, i, insts[i].ins.op1_register()))
-        .copied()
+        .filter_map(|&(i, streams)| Some((i, streams, dying_register(&insts, i)?)))
         .collect();
     let marked_streaming = f16_stores.iter().filter(|d| d.1).count();
     let all_stream = dead.iter().filter(|d| d.1).count() == marked_streaming;
     *unstreamed = marked_streaming > 0 && !all_stream;
     let through_register: std::collections::HashMap<usize, Vec<Instruction>> = dead
         .iter()
-        .filter_map(|&(i, streams)| {
-            Some((i, f16_store_through_register(&insts[i].ins, streams && all_stream)?))
+        .filter_map(|&(i, streams, into)| {
+            Some((i, f16_store_through_register(&insts[i].ins, streams && all_stream, into)?))
         })
         .collect();
     // In place, each instruction its own length; unless a move has no VEX form of its
@@ -392,25 +391,28 @@ pub(crate) fn patch(
 }
 
 /// The 256-bit `fp16` store `ins` (`vcvtps2ph m64, xmm, imm`, module `f16c`'s rewrite,
-/// widened to `m128, ymm`) as a conversion into its own register and a store of that
-/// register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`, or `vmovntdq` when
+/// widened to `m128, ymm`) as a conversion into register `into` (its own, or another
+/// that dies there) and a store of that register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`, or `vmovntdq` when
 /// `streams` (a store marked streaming, whose row the runtime found 16-byte aligned:
 /// x86 has no non-temporal form of the conversion). The memory form ran
 /// slower on Zen 3: in a loop of nothing else (rows in the first-level cache), 0.66 ns
 /// against 0.43 for eight lanes, and the seed forward in fp16 (N = 1024, one thread, rows
 /// in cache) had 35 % of its samples on its two stores. 512-bit code stores so through
 /// `ymm16` (module `evex`); in 256 bits there is no register Cranelift leaves free, so
-/// only a store whose register is dead after it ([`dead_after`]) takes this form.
-fn f16_store_through_register(ins: &Instruction, streams: bool) -> Option<Vec<Instruction>> {
+/// only a store with a register dead after it ([`dying_register`]) takes this form.
+fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) -> Option<Vec<Instruction>> {
     use iced_x86::{Code, MemoryOperand};
     let src = ins.op1_register();
-    if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8 || ins.op0_kind() != OpKind::Memory || !src.is_xmm()
+    if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8
+        || ins.op0_kind() != OpKind::Memory
+        || !src.is_xmm()
+        || !into.is_xmm()
     {
         return None;
     }
     let ymm = Register::try_from(Register::YMM0 as usize + src.number()).ok().filter(|r| r.is_ymm())?;
     let convert =
-        Instruction::with3(Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8, src, ymm, u32::from(ins.immediate8()))
+        Instruction::with3(Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8, into, ymm, u32::from(ins.immediate8()))
             .ok()?;
     let memory = MemoryOperand::new(
         ins.memory_base(),
@@ -422,8 +424,27 @@ fn f16_store_through_register(ins: &Instruction, streams: bool) -> Option<Vec<In
         ins.segment_prefix(),
     );
     let code = if streams { Code::VEX_Vmovntdq_m128_xmm } else { Code::VEX_Vmovdqu_xmmm128_xmm };
-    let store = Instruction::with2(code, memory, src).ok()?;
+    let store = Instruction::with2(code, memory, into).ok()?;
     Some(vec![convert, store])
+}
+
+/// A vector register (as `xmm`) that the store `insts[i]` may convert into: the one it
+/// stores when that dies there ([`dead_after`]), else another that no path reads after it
+/// before writing it, the highest-numbered first (the low ones carry call arguments);
+/// `None` when none is free. The register a value happens to get decides the first, so
+/// that a change of allocation elsewhere in the function (a helper call reached from the
+/// store through the next program's code, reading `xmm0`-`xmm3`) does not leave a store
+/// in the slow memory form.
+fn dying_register(insts: &[Decoded], i: usize) -> Option<Register> {
+    let src = insts[i].ins.op1_register();
+    if dead_after(insts, i, src) {
+        return Some(src);
+    }
+    (0..16)
+        .rev()
+        .filter(|&n| n != src.number())
+        .filter_map(|n| Register::try_from(Register::XMM0 as usize + n).ok())
+        .find(|&r| dead_after(insts, i, r))
 }
 
 /// The vector registers a call may read (`xmm0` up): kernels call helpers of at most
@@ -1080,30 +1101,46 @@ mod tests {
             assert!(r.is_ok(), "{r:?}");
             assert_eq!(listed(&code)[..3], split);
         }
-        // Read after it, or at a call (xmm0 carries an argument): the memory form stays.
+        // Read after it, or at a call (xmm0 carries an argument): into the highest free
+        // register instead.
+        let into15 = ["vcvtph2ps (%rdi),%ymm0", "vcvtps2ph $0,%ymm0,%xmm15", "vmovdqu %xmm15,(%rsi)"];
         for tail in [vec![(read, None), (RET, None)], vec![(call, None), (RET, None)]] {
             let (code, r) = run(&[&[l, s][..], &tail].concat(), true, 1);
             assert!(r.is_ok(), "{r:?}");
-            assert_eq!(listed(&code)[..2], kept);
+            assert_eq!(listed(&code)[..3], into15);
         }
-        // A streaming store: non-temporal through the dead register, cached where it lives.
+        // Every register read after it: the memory form stays.
+        let read_all: Vec<Vec<u8>> = (0..16)
+            .map(|n| {
+                let x = Register::try_from(Register::XMM0 as usize + n).expect("xmm0-15");
+                let add =
+                    Instruction::with3(iced_x86::Code::VEX_Vaddps_xmm_xmm_xmmm128, x, x, x).expect("vaddps");
+                let mut e = iced_x86::Encoder::new(64);
+                e.encode(&add, 0).expect("encodes");
+                e.take_buffer()
+            })
+            .collect();
+        let all: Vec<(&[u8], Option<u8>)> = read_all.iter().map(|b| (&b[..], None)).collect();
+        let (code, r) = run(&[&[l, s][..], &all, &[(RET, None)]].concat(), true, 1);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(listed(&code)[..2], kept);
+        // A streaming store: non-temporal through the dead register, or another.
         let streamed = (store, Some(F16_STREAM_MARK));
         let (code, r) = run(&[l, streamed, (RET, None)], true, 1);
         assert!(r.is_ok(), "{r:?}");
         assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm0,%xmm0", "vmovntdq %xmm0,(%rsi)"]);
         let (code, r) = run(&[l, streamed, (read, None), (RET, None)], true, 1);
         assert!(r.is_ok(), "{r:?}");
-        assert_eq!(listed(&code)[..2], kept);
-        // Two streaming stores, the second's register read after it: neither streams (a
-        // line written in part non-temporally and in part cached is read back). vaddps
-        // xmm1, xmm4, xmm4 reads it.
+        assert_eq!(listed(&code)[2], "vmovntdq %xmm15,(%rsi)");
+        // Two streaming stores, no register free after the second: neither streams (a line
+        // written in part non-temporally and in part cached is read back).
         let load4: &[u8] = &[0xc4, 0xe2, 0x79, 0x13, 0x27];
         let store4: &[u8] = &[0xc4, 0xe3, 0x79, 0x1d, 0x26, 0x00];
-        let read4: &[u8] = &[0xc5, 0xd8, 0x58, 0xcc];
         let (l4, streamed4) = ((load4, Some(F16_LOAD_MARK)), (store4, Some(F16_STREAM_MARK)));
-        let (code, r) = run(&[l, streamed, l4, streamed4, (read4, None), (RET, None)], true, 2);
+        let (code, r) = run(&[&[l, streamed, l4, streamed4][..], &all, &[(RET, None)]].concat(), true, 2);
         assert!(r.is_ok(), "{r:?}");
-        assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm0,%xmm0", "vmovdqu %xmm0,(%rsi)"]);
+        // (The first converts into xmm4, which the second load writes before any read.)
+        assert_eq!(listed(&code)[1..3], ["vcvtps2ph $0,%ymm0,%xmm4", "vmovdqu %xmm4,(%rsi)"]);
         assert_eq!(listed(&code)[4], "vcvtps2ph $0,%ymm4,(%rsi)");
         let (code, r) = run(&[l, streamed, l4, streamed4, (RET, None)], true, 2);
         assert!(r.is_ok(), "{r:?}");

@@ -56,15 +56,13 @@
 //! - the rows one host prefetches come to at most [`MAX_PASS_BYTES`]: more would push
 //!   out the current program's data before the next program used the prefetched lines.
 //!
-//! The host's prefetches cover the lines of its own range. In front of it go those of the
-//! lines past that range (`ub` plus each index's offset, and `ub + step - 1`): the last
-//! partial line of a row that does not start on a line (a large `Vec` starts 16 bytes past
-//! one), which the next program's first pass otherwise waited for at its end, and what
-//! its remainder and tail loops read. Measured on the seed forward (fp32, 4096 rows, 2
-//! threads, caches flushed, 40 alternated launches in one process), rows 16 bytes past a
-//! line: 0.95 of the time at N = 768, 0.99 at 1024; with the streaming pass's write
-//! prefetches of the stored row's end lines (module `stream`), such rows ran as fast as
-//! rows on lines (0.95-1.02 of their time at 768-1024).
+//! Nor the lines past the host's range, prefetched in front of it (`ub` plus each index's
+//! offset, and `ub + step - 1`): the last partial line of a row that does not start on
+//! a line (a large `Vec` starts 16 bytes past one), which the host's prefetches miss, and
+//! what the remainder and tail loops read. Seed forward, 4096 rows, 2 threads, caches
+//! flushed, rows 16 bytes past a line, 40-60 alternated launches in one process, against
+//! the same kernel without them: fp32 0.98-0.99 of the time at N = 768, 1.03 at 1000,
+//! 1.01-1.07 at 1024; fp16 and bf16 at 4096 1.04-1.07.
 //!
 //! Not prefetched: rows read only under a lock, in loops nested in an `if` (the seed
 //! backward's partial rows of dw and db, `(pid % G)·N` into their buffers). Hosted by the
@@ -462,39 +460,6 @@ fn add_prefetches(f: &mut Function, host: Inst, row: Value, indices: &[RowIndex]
             }
         };
         body_new.push(f.create_inst(Opcode::Prefetch { write: false }, vec![next_row, at], &[], span));
-    }
-    // The host's prefetches cover the lines of its own range, `[lb, ub)`, one per line
-    // when that range starts on one; past `ub` are the last partial line of a row that
-    // does not, and what the remainder and tail loops read. Those lines are prefetched
-    // too: at `ub` plus each index's constant offset, and at `ub + step - 1`, the
-    // iteration the host does not run.
-    let (ub, iv) = (f.insts[host].args[1], f.insts[host].regions[0].args[0]);
-    let ty = f.ty(ub);
-    let step = int_of(f, f.insts[host].args[2]).unwrap_or(1);
-    let mut past: Vec<(i64, Option<Value>)> = Vec::new();
-    for &(index, offset) in indices {
-        if let Some(c) = offset_from(f, index, iv) {
-            let offset = offset.filter(|&t| int_of(f, t) != Some(0));
-            past.extend([(c, offset), (step - 1, offset)]);
-        }
-    }
-    past.sort_unstable();
-    past.dedup();
-    for (c, t) in past {
-        let mut at = ub;
-        for v in [(c != 0).then(|| konst(f, DType::I32, Const::Int(c))), t].into_iter().flatten() {
-            let v = if f.ty(v) == ty {
-                v
-            } else {
-                let cast = f.create_inst(Opcode::Cast, vec![v], &[ty], span);
-                new.push(cast);
-                f.insts[cast].results[0]
-            };
-            let sum = f.create_inst(Opcode::Binary(BinOp::Add), vec![at, v], &[ty], span);
-            new.push(sum);
-            at = f.insts[sum].results[0];
-        }
-        new.push(f.create_inst(Opcode::Prefetch { write: false }, vec![next_row, at], &[], span));
     }
     // Looked up again: `konst` may have added constants to the top level since.
     let Some(pos) = f.body.insts.iter().position(|&i| i == host) else { return };

@@ -286,10 +286,6 @@ pub struct Lines {
     /// The lines a program that streamed wrote by cached stores without having fetched
     /// them for ownership first (`prefetch.write`).
     pub cold: Vec<(usize, i64)>,
-    /// Per program in launch order, the lines its loads read (masked-off lanes aside) and
-    /// those it prefetched for reading.
-    pub loaded: Vec<HashSet<(usize, i64)>>,
-    pub prefetched: Vec<HashSet<(usize, i64)>>,
 }
 
 struct Machine<'a> {
@@ -300,8 +296,6 @@ struct Machine<'a> {
     /// without.
     owned: HashSet<(usize, i64)>,
     cold: HashSet<(usize, i64)>,
-    loaded: HashSet<(usize, i64)>,
-    prefetched: HashSet<(usize, i64)>,
     /// Per element (buffer, index) the program wrote: whether streamed.
     stored: HashMap<(usize, i64), bool>,
     vals: HashMap<Value, V>,
@@ -389,13 +383,10 @@ impl Machine<'_> {
             }
             // A hint: no effect a program can see. Write prefetches are recorded.
             Opcode::Prefetch { write } => {
-                let size = f.ty(data.args[0]).dtype().size() as i64;
-                let S::P(b, offset) = a[0].s() else { panic!("prefetch of a non-pointer") };
-                let line = (b, ((offset + int(a[1].s())) * size).div_euclid(64));
                 if write {
-                    self.owned.insert(line);
-                } else {
-                    self.prefetched.insert(line);
+                    let size = f.ty(data.args[0]).dtype().size() as i64;
+                    let S::P(b, offset) = a[0].s() else { panic!("prefetch of a non-pointer") };
+                    self.owned.insert((b, ((offset + int(a[1].s())) * size).div_euclid(64)));
                 }
                 None
             }
@@ -447,8 +438,6 @@ impl Machine<'_> {
                     .map(|(k, &(b, o))| {
                         let on = !has_mask || int(lane(&a[2], k)) != 0;
                         if on {
-                            let size = i64::from(self.bufs[b].dtype.size());
-                            self.loaded.insert((b, (o * size).div_euclid(64)));
                             read(&self.bufs[b], o)
                         } else if has_other {
                             lane(&a[2 + has_mask as usize], k)
@@ -694,8 +683,6 @@ pub fn run_grid_lines(
                     lines: HashMap::new(),
                     owned: HashSet::new(),
                     cold: HashSet::new(),
-                    loaded: HashSet::new(),
-                    prefetched: HashSet::new(),
                     stored: HashMap::new(),
                     vals: HashMap::new(),
                     scratch: f.scratch.iter().map(|s| vec![S::P(usize::MAX, 0); s.len as usize]).collect(),
@@ -731,8 +718,6 @@ pub fn run_grid_lines(
                     m.lines.iter().filter(|(_, v)| v.0 && v.1).map(|(&l, _)| l).collect();
                 mixed.sort_unstable();
                 out.mixed.extend(mixed);
-                out.loaded.push(std::mem::take(&mut m.loaded));
-                out.prefetched.push(std::mem::take(&mut m.prefetched));
                 if m.stored.values().any(|&nt| nt) {
                     let mut cold: Vec<(usize, i64)> = m.cold.into_iter().collect();
                     cold.sort_unstable();
