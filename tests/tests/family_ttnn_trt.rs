@@ -734,11 +734,13 @@ fn snapshot_ttnn_post_all_gather() {
     insta::assert_snapshot!("ttnn_post_all_gather_lir", dump(TTNN, "post_all_gather", &sig, Stage::Lir));
 }
 
-/// ttnn's post-all-gather in bf16 with 8-lane tiles (an AVX2-only host's): compiled as
-/// usual, Cranelift's allocator spills a broadcast it holds across a loop and reloads 16
-/// bytes of it, so lnc-clif's `widen` refuses the 256-bit loops; compiled again with the
-/// broadcasts inside the loops (`CodegenOptions::bcast_in_loop`), it has them, says so in
-/// its listing, and gives the bits of 128-bit code.
+/// ttnn's post-all-gather in bf16 with 8-lane tiles (an AVX2-only host's) has its 256-bit
+/// loops and gives the bits of 128-bit code. (While its bf16 stores went through the row
+/// helper, Cranelift's allocator spilled a broadcast it held across a loop and reloaded 16
+/// bytes of it, so lnc-clif's `widen` refused the first compile, and the second, with the
+/// broadcasts inside the loops, `CodegenOptions::bcast_in_loop`, had them; since the loops
+/// round their bf16 stores themselves, the first compile has them. Either way the listing
+/// says which: `tests/wide.rs` covers the second path.)
 #[test]
 fn broadcasts_inside_the_loops_give_ttnn_post_all_gather_its_256_bit_loops() {
     let module = |wide| {
@@ -755,11 +757,8 @@ fn broadcasts_inside_the_loops_give_ttnn_post_all_gather_its_256_bit_loops() {
         let tail = asm.lines().rev().take(4).collect::<Vec<_>>().join("\n");
         let widened = asm.contains("instructions of the 256-bit loops above");
         assert_eq!(widened, lnc::computes_wide(), "checked {checked}: {tail}");
-        if checked && widened {
-            assert!(
-                asm.contains("; 256-bit loops refused, the kernel compiled again with its broadcasts"),
-                "{tail}"
-            );
+        if asm.contains("; 256-bit loops refused") {
+            assert!(asm.contains("refused, the kernel compiled again with its broadcasts"), "{tail}");
         }
     }
     let mut rng = seeded();

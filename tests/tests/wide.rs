@@ -1226,3 +1226,49 @@ fn a_long_fp16_row_read_after_its_store_streams_through_the_row_helper() {
         assert_eq!(s, s128, "N = {n}");
     }
 }
+
+/// On a host with AVX2 (and without AVX-512), the seed forward and dx kernels in bf16
+/// round their output tiles in their 256-bit loops and store each through a pack into a
+/// register (`vextracti128`, `vpackusdw`; AVX2 has no `vpmovdw`) instead of the row helper, and
+/// stream them non-temporally when the launch writes enough. Their bits are those of
+/// 128-bit vectors and of the `half` crate (the other tests of this file).
+#[test]
+fn bf16_stores_of_256_bit_loops_round_in_the_loop() {
+    if !lnc::computes_wide() || lnc::computes_zmm() {
+        return;
+    }
+    let req = |stage| lnc::DumpRequest { stages: vec![stage], checked: true, ..Default::default() };
+    let fwd = |t: usize| format!("*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,i32,i32,fp32,{t}");
+    let dx = "*bf16,*bf16,*bf16,*bf16,*bf16,*bf16,*bf16,*fp32,*fp32,*i32,i32,i32,fp32,256,2048";
+    for threshold in [u64::MAX, 0] {
+        let opts = lnc::CompileOptions { stream_threshold: threshold, ..Default::default() };
+        let seed = seed_module(&lnc::Jit::with_options(opts));
+        for (kernel, sig) in [
+            ("_layer_norm_fwd_fused", fwd(1024)),
+            ("_layer_norm_fwd_fused", fwd(4096)),
+            ("_layer_norm_bwd_dx_fused", dx.to_string()),
+        ] {
+            let lir = dumped(&seed, kernel, &sig, &req(lnc::Stage::Lir));
+            assert!(!lir.contains("row_store"), "{kernel} {sig}:\n{lir}");
+            let mc = dumped(&seed, kernel, &sig, &req(lnc::Stage::Mc));
+            let lines: Vec<&str> = mc.lines().collect();
+            let packs: Vec<&[&str]> =
+                lines.windows(3).filter(|w| w[0].contains("vextracti128 $1,%ymm")).collect();
+            assert!(!packs.is_empty(), "{kernel} {sig}:\n{mc}");
+            for w in &packs {
+                assert!(w[1].contains("vpackusdw %xmm"), "{kernel} {sig}: {w:?}");
+                assert!(
+                    w[2].contains("vmovdqu   %xmm") || w[2].contains("vmovntdq  %xmm"),
+                    "{kernel} {sig}: {w:?}"
+                );
+            }
+            let streamed = packs.iter().filter(|w| w[2].contains("vmovntdq")).count();
+            assert_eq!(streamed > 0, threshold == 0, "{kernel} {sig}: {streamed} streamed");
+            let asm = dumped(&seed, kernel, &sig, &req(lnc::Stage::Asm));
+            assert!(
+                asm.contains("of the bf16 stores of the 256-bit loops above, rounded in the loop, pack"),
+                "{asm}"
+            );
+        }
+    }
+}

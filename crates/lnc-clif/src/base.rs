@@ -101,9 +101,9 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) exit_sums: Vec<lir::Inst>,
     /// Instructions already emitted with an earlier one (those additions).
     pub(crate) folded: HashSet<lir::Inst>,
-    /// The broadcast constants of the `bf16` stores of the 512-bit loop being emitted
+    /// The broadcast constants of the `bf16` stores of the wide loop being emitted
     /// (`wide::store_bf16`).
-    pub(crate) bf16_consts: Option<[Value; 5]>,
+    pub(crate) bf16_consts: Option<Vec<Value>>,
     /// `bf16` stores of 512-bit loops round with `vcvtneps2bf16` (`wide::store_bf16`).
     pub(crate) bf16_cvt: bool,
     /// Emitting the body of one of them.

@@ -524,6 +524,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     if zmm { ", mode 0 (nearest) to lanes 8-15 (vextractf64x4 $1)" } else { "" }
                 ));
             }
+            let packed = if ymm > 0 && !zmm { widen::bf16_packed_stores(&code) } else { 0 };
+            if packed > 0 {
+                asm.push_str(&format!(
+                    "; {packed} of the bf16 stores of the 256-bit loops above, rounded in the loop, pack into another \
+                     register that nothing reads after them and store it (vextracti128 $1; vpackusdw xmm; then vmovdqu, \
+                     or vmovntdq where it streams; the function encoded again)\n"
+                ));
+            }
             let through = if ymm > 0 && !zmm { widen::f16_register_stores(&code) } else { 0 };
             if through > 0 {
                 asm.push_str(&format!(

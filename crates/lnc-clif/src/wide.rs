@@ -31,12 +31,13 @@
 //! that module `widen` makes `vextractf128`, `vextractf32x4` and `vextractf64x4`
 //! ([`leave`]).
 //!
-//! In 512-bit loops ([`ZMM_PER`]: 16-lane parts, module `evex`) a tile rounded to `bf16`
-//! qualifies too when only stores use it: the store rounds it with integer code and a
-//! marked placeholder that `evex` makes a `vpmovdw` ([`BF16_STORE_MARK`]), or, where the
-//! host has AVX512-BF16, stores it unrounded to a placeholder that `evex` makes a
-//! `vcvtneps2bf16` ([`BF16_CVT_MARK`]); half stores may stream ([`BF16_STREAM_MARK`],
-//! [`BF16_CVT_STREAM_MARK`], `f16c::WIDE_STREAM_MARK`).
+//! A tile rounded to `bf16` qualifies too when only stores use it: the store rounds it
+//! with integer code and a marked placeholder that, in 512-bit loops ([`ZMM_PER`]: 16-lane
+//! parts), `evex` makes a `vpmovdw` ([`BF16_STORE_MARK`]), and in 256-bit loops `widen`
+//! makes a pack of the rounded lanes into another register that dies at the store (AVX2
+//! has no `vpmovdw`); or, where the host has AVX512-BF16, the store stores it unrounded to a
+//! placeholder that `evex` makes a `vcvtneps2bf16` ([`BF16_CVT_MARK`]); half stores may
+//! stream ([`BF16_STREAM_MARK`], [`BF16_CVT_STREAM_MARK`], `f16c::WIDE_STREAM_MARK`).
 //!
 //! Module `widen` checks, by data flow over the whole machine code, that every value a
 //! marked store writes, and every extraction reads, was computed by widened instructions
@@ -50,6 +51,7 @@
 
 use std::collections::HashSet;
 
+use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, types};
 use lnc_lir::{self as lir, Addressing, BinOp, DType, Opcode, Ty, UnOp};
 
@@ -73,14 +75,16 @@ pub(crate) const STREAM_MARK: u8 = 0x59;
 /// m128` (eight halves zero-extended to 32 bits); a shift by 16 then makes them `f32`.
 pub(crate) const BF16_LOAD_MARK: u8 = 0x5c;
 
-/// The trap code marking the store of a wide part of 16 `bf16` lanes, rounded in the loop
-/// (their bits in the low halves of 32-bit lanes): `vpextrq m64, xmm` to Cranelift,
-/// `vpmovdw ymm16, zmm` (sixteen 32-bit lanes truncated to 16 bits) and `vmovdqu16 m256,
-/// ymm16` once module `evex` has rewritten it. 512-bit loops only.
+/// The trap code marking the store of a wide part of `bf16` lanes, rounded in the loop
+/// (their bits in the low halves of 32-bit lanes): `vpextrq m64, xmm` to Cranelift. In
+/// 512-bit loops `vpmovdw ymm16, zmm` (sixteen 32-bit lanes truncated to 16 bits) and
+/// `vmovdqu16 m256, ymm16` once module `evex` has rewritten it; in 256-bit loops
+/// `vextracti128 xmm, ymm, 1`, `vpackusdw xmm, xmm, xmm` (the eight lanes as 16 bits) and
+/// `vmovdqu m128, xmm` through another register that dies there (module `widen`).
 pub(crate) const BF16_STORE_MARK: u8 = 0x5e;
 
 /// [`BF16_STORE_MARK`] for a streaming store: `vpmovdw ymm16, zmm` then `vmovntdq m256,
-/// ymm16`.
+/// ymm16`; in 256 bits `vmovntdq m128, xmm` at the end.
 pub(crate) const BF16_STREAM_MARK: u8 = 0x5f;
 
 /// The trap code marking the store of a wide part of 16 `f32` lanes to round to `bf16`
@@ -324,7 +328,7 @@ fn eligible(f: &lir::Function, ranges: &lir::ranges::Ranges, l: lir::Inst, f16c:
                 Opcode::Store { addr: Addressing::Contiguous, has_mask: false, .. } => {
                     d.args.get(2).is_some_and(|&v| {
                         wide_storage(f.ty(v), f16c, false, per)
-                            || (per == ZMM_PER && matches!(f.ty(v), Ty::Tile(DType::BF16, n) if n % per == 0))
+                            || matches!(f.ty(v), Ty::Tile(DType::BF16, n) if n % per == 0)
                     })
                 }
                 Opcode::ScratchLoad(_) => result.is_some_and(|t| wide_storage(t, f16c, true, per)),
@@ -335,11 +339,9 @@ fn eligible(f: &lir::Function, ranges: &lir::ranges::Ranges, l: lir::Inst, f16c:
                         n == m && n % per == 0
                     }
                     // Rounding to `fp16` is left to the F16C stores that alone use it, and to
-                    // `bf16` to the stores of 512-bit loops (`store_bf16`).
+                    // `bf16` to the stores (`store_bf16`).
                     (a, Some(Ty::Tile(dt @ (DType::F16 | DType::BF16), m)))
-                        if (if dt == DType::F16 { f16c } else { per == ZMM_PER })
-                            && wide_tile(a, per)
-                            && a.lanes() == m =>
+                        if (dt == DType::BF16 || f16c) && wide_tile(a, per) && a.lanes() == m =>
                     {
                         let stored = |&u: &lir::Inst| {
                             let s = &f.insts[u];
@@ -659,12 +661,13 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
     });
     fx.bf16_consts = None;
     if bf16_store && !fx.bf16_cvt {
-        let mut consts = [Value::from_u32(0); 5];
-        for (k, c) in BF16_CONSTS.into_iter().enumerate() {
+        let wanted: &[u32] = if fx.wide_per == ZMM_PER { &BF16_CONSTS } else { &BF16_BLEND_CONSTS };
+        let mut consts = Vec::with_capacity(wanted.len());
+        for &c in wanted {
             let bits = fx.bcx.ins().iconst(types::I32, i64::from(c));
             let s = fx.bcx.ins().bitcast(types::F32, crate::value::bitcast_flags(), bits);
             let part = broadcast_from_scratch(fx, s);
-            consts[k] = fx.bcx.ins().bitcast(types::I32X4, crate::value::bitcast_flags(), part);
+            consts.push(fx.bcx.ins().bitcast(types::I32X4, crate::value::bitcast_flags(), part));
         }
         fx.bf16_consts = Some(consts);
     }
@@ -699,14 +702,20 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
     Ok(())
 }
 
-/// The `i32` constants [`store_bf16`] uses, broadcast in front of a 512-bit loop with a
+/// The `i32` constants [`store_bf16`] uses, broadcast in front of a wide loop with a
 /// `bf16` store (a constant vector would come from Cranelift's constant pool, 16 bytes:
 /// not widened): the magnitude mask, the rounding bias, one, the quiet bit (of the
 /// 16-bit result) and the infinity.
 const BF16_CONSTS: [u32; 5] = [0x7FFF_FFFF, 0x7FFF, 1, 0x40, 0x7F80_0000];
 
-/// Stores the 16 `f32` lanes of wide part `v` rounded to `bf16` at `at + disp` (module
-/// `evex` makes the marked store a `vpmovdw`; `streams`: non-temporal). The rounding of
+/// The constants of [`store_bf16`] in 256-bit loops, which select the NaN lanes with a
+/// comparison and a blend (VEX forms, which write vector registers): the rounding bias,
+/// one and the quiet bit.
+const BF16_BLEND_CONSTS: [u32; 3] = [0x7FFF, 1, 0x40];
+
+/// Stores the `f32` lanes of wide part `v` rounded to `bf16` at `at + disp` (module
+/// `evex` makes the marked store a `vpmovdw`, module `widen` a pack in 256 bits;
+/// `streams`: non-temporal). The rounding of
 /// `half::f32_to_bits` (`(bits + 0x7FFF + lsb) >> 16`, a NaN quieted), without its
 /// comparison and select, whose EVEX forms write mask registers: the NaN lanes are
 /// `(inf - |bits|) >> 31` (arithmetic), and the result `r ^ ((r ^ q) & nan)`. With
@@ -729,9 +738,36 @@ fn store_bf16(
         b.ins().store(marked(mark), low, at, disp);
         return Ok(());
     }
-    let [absm, bias, one, quiet, inf] = fx
+    let consts = fx
         .bf16_consts
+        .clone()
         .ok_or_else(|| CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()))?;
+    if let [bias, one, quiet] = consts[..] {
+        // 256 bits: a comparison and a blend (`vcmpunordps`, `vpblendvb`) pick the
+        // quieted NaN lanes, eight instructions where the form below takes thirteen. Seed
+        // forward in bf16, one thread, rows in cache: with the form below the in-loop
+        // rounding was 15 % slower than storing `f32` rows for the row helper, which
+        // rounds so; with this one and `widen`'s pack, 2 threads, caches flushed, 0.94-0.96
+        // of the helper's time at N = 768-16384.
+        let b = &mut fx.bcx;
+        let u = b.ins().bitcast(types::I32X4, flags, v);
+        let hi = b.ins().ushr_imm_u(u, 16);
+        let lsb = b.ins().band(hi, one);
+        let r = b.ins().iadd(u, bias);
+        let r = b.ins().iadd(r, lsb);
+        let r = b.ins().ushr_imm_u(r, 16);
+        let q = b.ins().bor(hi, quiet);
+        let nan = b.ins().fcmp(FloatCC::Unordered, v, v);
+        let out = b.ins().bitselect(nan, q, r);
+        let q = b.ins().bitcast(types::I64X2, flags, out);
+        let low = b.ins().extractlane(q, 0);
+        let mark = if streams { BF16_STREAM_MARK } else { BF16_STORE_MARK };
+        b.ins().store(marked(mark), low, at, disp);
+        return Ok(());
+    }
+    let [absm, bias, one, quiet, inf] = consts[..] else {
+        return Err(CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()));
+    };
     let b = &mut fx.bcx;
     let u = b.ins().bitcast(types::I32X4, flags, v);
     let a = b.ins().band(u, absm);

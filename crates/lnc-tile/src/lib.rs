@@ -108,6 +108,11 @@ pub struct TileOptions {
     /// register dies at the store, else cached), which ran faster than the row helper
     /// (module `rows`, [`rows::MAX_F16_TILE_STORE_ROW`]).
     pub f16_stores: bool,
+    /// `bf16` tile stores stay in their loops whatever the row's length, and may stream
+    /// (module `stream`): in 256-bit loops code generation rounds a tile to `bf16` in the
+    /// loop with integer code and packs it into a register that dies at the store
+    /// (lnc-clif's `widen`), instead of the row helper (module `rows`).
+    pub bf16_stores: bool,
     /// Move the stores into arguments the kernel never reads past the spin lock's acquire
     /// that follows them, where the lock is one of many (module `defer`).
     pub defer_stores: bool,
@@ -133,6 +138,7 @@ impl Default for TileOptions {
             native_bf16: false,
             half_stores: false,
             f16_stores: false,
+            bf16_stores: false,
             defer_stores: true,
             checked: true,
         }
@@ -202,7 +208,8 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     let uses = uses::analyze(f);
     let mut lir = fusion::Lowerer::new(f, *opts, prov, uses).run()?;
     if opts.rows {
-        rows::run(&mut lir, opts.native_f16, opts.stream, opts.half_stores, opts.f16_stores);
+        let kept = rows::Kept { half: opts.half_stores, f16: opts.f16_stores, bf16: opts.bf16_stores };
+        rows::run(&mut lir, opts.native_f16, opts.stream, kept);
     }
     if opts.bounds {
         bounds::run(&mut lir);
@@ -216,7 +223,10 @@ pub fn lower(f: &lnc_bir::Function, opts: &TileOptions) -> Result<lnc_lir::Funct
     if opts.stream {
         stream::run(
             &mut lir,
-            stream::Halves { f16: opts.half_stores || opts.f16_stores, bf16: opts.half_stores },
+            stream::Halves {
+                f16: opts.half_stores || opts.f16_stores,
+                bf16: opts.half_stores || opts.bf16_stores,
+            },
         );
     }
     never::run(&mut lir);

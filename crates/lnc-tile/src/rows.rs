@@ -109,16 +109,27 @@ struct HalfStores {
     tiles: bool,
     /// `fp16` stores, where `native`, stay in their loops (`TileOptions::f16_stores`).
     f16_tiles: bool,
+    /// `bf16` stores stay in their loops (`TileOptions::bf16_stores`).
+    bf16_tiles: bool,
+}
+
+/// Which half tile stores stay in their loops: `half`, `TileOptions::half_stores`;
+/// `f16`, `TileOptions::f16_stores`; `bf16`, `TileOptions::bf16_stores`.
+#[derive(Clone, Copy)]
+pub(crate) struct Kept {
+    pub(crate) half: bool,
+    pub(crate) f16: bool,
+    pub(crate) bf16: bool,
 }
 
 /// Rewrites the half accesses of every qualifying loop.
 /// `native_f16`: `fp16` tiles convert in one instruction each way
 /// ([`crate::TileOptions::native_f16`]); `stream`: row stores into arguments the kernel
 /// never reads will stream (module `stream`).
-/// `half_stores`: `bf16` stores, and `fp16` ones with `native_f16`, stay in their loops
-/// (`TileOptions::half_stores`); `f16_stores`: `fp16` ones with `native_f16` do
-/// (`TileOptions::f16_stores`).
-pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, half_stores: bool, f16_stores: bool) {
+/// `kept.half`: `bf16` stores, and `fp16` ones with `native_f16`, stay in their loops
+/// (`TileOptions::half_stores`); `kept.f16`: `fp16` ones with `native_f16` do
+/// (`TileOptions::f16_stores`); `kept.bf16`: `bf16` ones do (`TileOptions::bf16_stores`).
+pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, kept: Kept) {
     let loops = for_loops(f);
     let args = ArgAccess::of(f);
     let native = native_f16.then_some(NativeF16 { stream });
@@ -130,7 +141,7 @@ pub(crate) fn run(f: &mut Function, native_f16: bool, stream: bool, half_stores:
             l,
             parent[&l],
             &args,
-            HalfStores { native, tiles: half_stores, f16_tiles: f16_stores },
+            HalfStores { native, tiles: kept.half, f16_tiles: kept.f16, bf16_tiles: kept.bf16 },
             &mut flags,
         );
     }
@@ -306,7 +317,7 @@ fn rewrite_loop(
                 let ok = ty == Ty::Tile(ty.dtype(), step as u8)
                     && is_half(ty.dtype())
                     && !tile_f16
-                    && !(half.tiles && ty.dtype() == DType::BF16)
+                    && !((half.tiles || half.bf16_tiles) && ty.dtype() == DType::BF16)
                     && (has_mask || bound.is_none())
                     && invariant(f, dj.args[0], &inside, DEPTH)
                     && (per_arg[&arg] == (0, 1)

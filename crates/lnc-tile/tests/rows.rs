@@ -361,4 +361,11 @@ fn native_fp16_rows_stay_tiles() {
     // 4 KB rows stay tiles, cached.
     let text = lir(SCALE_PID, "*fp16,*fp16,i32,2048", TileOptions { f16_stores: true, ..native });
     assert!(!text.contains("row_store") && !text.contains("stream"), "{text}");
+    // With `bf16_stores` (256-bit loops, which round in the loop) bf16 rows stay tiles,
+    // long ones streaming in their loops; without it they convert whole.
+    let eight = TileOptions { lanes: 8, stream: true, ..native };
+    let text = lir(SCALE_PID, "*bf16,*bf16,i32,4096", TileOptions { bf16_stores: true, ..eight });
+    assert!(!text.contains("row_store") && text.contains(" stream %"), "{text}");
+    let text = lir(SCALE_PID, "*bf16,*bf16,i32,4096", eight);
+    assert!(text.contains("row_store"), "{text}");
 }

@@ -331,6 +331,7 @@ pub(crate) fn tile(
         native_bf16: opts.wide && lanes >= 8 && lnc_clif::computes_wide(),
         half_stores: opts.wide && lanes == 16 && lnc_clif::computes_zmm(),
         f16_stores: opts.wide && lanes >= 8 && lnc_clif::computes_wide(),
+        bf16_stores: opts.wide && lanes == 8 && lnc_clif::computes_wide(),
         defer_stores: opts.defer_stores,
         checked: !unchecked,
         ..Default::default()
@@ -347,6 +348,7 @@ pub(crate) fn tile(
             native_bf16: false,
             half_stores: false,
             f16_stores: false,
+            bf16_stores: false,
             ..tile_opts
         };
         return Ok((lower(&narrow)?, narrow));

@@ -66,6 +66,7 @@ pub fn lir_base(src: &str, kernel: &str, sig: &str) -> lnc_lir::Function {
             native_bf16: false,
             half_stores: false,
             f16_stores: false,
+            bf16_stores: false,
             defer_stores: false,
             checked: false,
         },
@@ -127,6 +128,8 @@ pub fn differential(f: &lnc_bir::Function, grid: [u32; 3], args: &[ArgValue], bu
             // At 8 lanes, fp16 stores alone stay in their loops (as with 256-bit loops).
             half_stores: native && rows && l != 8,
             f16_stores: native && rows,
+            // bf16 stores too in 256-bit loops, tiles of 8 lanes.
+            bf16_stores: native && rows && l == 8,
             defer_stores: rows,
             checked: bounds,
         };
