@@ -1272,3 +1272,50 @@ fn bf16_stores_of_256_bit_loops_round_in_the_loop() {
         }
     }
 }
+
+/// A bf16 store whose 256-bit loop the proof refuses even with the broadcasts inside the
+/// loops (here: thirteen scalars held across it, and the rounding's constants): the kernel
+/// is tiled again with the row helper rounding its rows, and keeps 256-bit loops rather
+/// than dropping to 128-bit vectors; the same bits either way.
+#[test]
+fn a_refused_bf16_store_loop_falls_back_to_the_row_helper_not_to_128_bits() {
+    if !lnc::computes_wide() || lnc::computes_zmm() {
+        return;
+    }
+    let terms: Vec<String> = (0..13).map(|k| format!("x * a{k}")).collect();
+    let params: Vec<String> = (0..13).map(|k| format!("a{k}")).collect();
+    let src = format!(
+        "import triton\nimport triton.language as tl\n\n@triton.jit\n\
+         def press(X, Y, N, {}, BLOCK: tl.constexpr):\n\
+         \x20   offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n\
+         \x20   x = tl.load(X + offs, mask=offs < N, other=0.)\n\
+         \x20   tl.store(Y + offs, ({}).to(tl.bfloat16), mask=offs < N)\n",
+        params.join(", "),
+        terms.join(" + ")
+    );
+    let sig = format!("*fp32,*bf16,i32,{}1024", "fp32,".repeat(13));
+    let module = |wide| {
+        lnc::Jit::with_options(lnc::CompileOptions { wide, ..Default::default() })
+            .module("press.py", src.clone())
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (wide, narrow) = (module(true), module(false));
+    let mut rng = rng();
+    let n = 5000usize;
+    let x: Vec<f32> = randn(&mut rng, n, 0.0, 1.0);
+    let a: Vec<f32> = randn(&mut rng, 13, 0.0, 1.0);
+    let run = |m: &lnc::Module| {
+        let k = m.kernel("press", &sig).unwrap_or_else(|e| panic!("{e}"));
+        let mut y = vec![bf16::from_bits(0x7fa5); n + 3];
+        let args = lnc::args![
+            &x, &mut y, n as i32, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+            a[12]
+        ];
+        k.launch(n.div_ceil(1024) as u32, &args).unwrap_or_else(|e| panic!("{e}"));
+        (k.widened_instructions(), y.iter().map(|v| v.to_bits()).collect::<Vec<u16>>())
+    };
+    let ((widened, got), (_, want)) = (run(&wide), run(&narrow));
+    assert!(widened > 0, "no 256-bit loop");
+    assert!(got == want, "not the bits of 128-bit vectors");
+    assert!(got[n..].iter().all(|&b| b == 0x7fa5), "written past n");
+}

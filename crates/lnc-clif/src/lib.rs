@@ -185,6 +185,7 @@ pub struct CompiledKernel {
     prefetches: u32,
     widened: u32,
     unstreamed: bool,
+    bf16_narrowed: bool,
     text: Option<KernelText>,
     /// Owns the code. Never touched after finalization except to free it; the mutex only
     /// makes the kernel `Sync` (the module holds a `RefCell`).
@@ -208,6 +209,14 @@ impl CompiledKernel {
     /// helper, which streams them.
     pub fn unstreamed(&self) -> bool {
         self.unstreamed
+    }
+
+    /// Whether 256-bit loops rounding `bf16` stores were refused (module `widen`: no
+    /// register free at a store, or a spill the proof could not follow) and the kernel
+    /// ended without 256-bit loops: tiled without `bf16_stores`, such rows go through the
+    /// row helper, and its loops may widen again.
+    pub fn bf16_narrowed(&self) -> bool {
+        self.bf16_narrowed
     }
 
     /// The streaming stores rewritten to non-temporal stores (and those left cached).
@@ -458,6 +467,10 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                 ("without them", CodegenOptions { wide: false, ..*opts })
             };
             let mut k = compile(f, &next)?;
+            let bf16 = [wide::BF16_STORE_MARK, wide::BF16_STREAM_MARK]
+                .iter()
+                .any(|&m| marks::offsets(compiled.buffer.traps(), m).next().is_some());
+            k.bf16_narrowed |= bf16 && !zmm && k.widened == 0;
             if let Some(t) = &mut k.text {
                 // The next compile's notes (above) say what it became.
                 t.asm.push_str(&format!(
@@ -598,6 +611,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         prefetches,
         widened: ymm,
         unstreamed,
+        bf16_narrowed: false,
         text,
         module: Mutex::new(Some(module)),
     })

@@ -533,6 +533,11 @@ fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
             continue;
         }
         let d = &insts[j];
+        // Windows x64: xmm6-15 are the caller's, and Cranelift restores only those it
+        // allocated; a register written where it did not would reach the caller changed.
+        if cfg!(windows) && d.ins.flow_control() == FlowControl::Return && number >= 6 {
+            return false;
+        }
         if matches!(d.ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
             if number < CALL_VECTOR_ARGUMENTS {
                 return false;

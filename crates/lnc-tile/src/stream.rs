@@ -311,7 +311,7 @@ fn whole_lines(f: &Function, l: Inst, chosen: &[Candidate], read: &HashSet<u32>)
 /// and the streaming stores behind it in the store queue wait with it. So those lines
 /// are fetched for ownership ahead (`prefetch.write`): the first two lines of the range
 /// as soon as the row's pointer is known (in the seed forward, at the program's start,
-/// two passes ahead), the last two before the head loop. Measured on the seed forward
+/// two passes ahead), the last two or three (with a remainder after the loop) before the head loop. Measured on the seed forward
 /// (fp32, 4096 rows, 2 threads, caches flushed, 40-60 alternated launches in one
 /// process) with rows 16 bytes past a line, as large `Vec`s are: 0.84-0.85 of the time
 /// at N = 768, 0.86-0.88 at 1000, 0.95-0.96 at 1024, 0.96-0.99 at 2048-4096; with

@@ -283,6 +283,17 @@ pub(crate) fn compile(
         tile_opts = again;
         code = codegen(&lir, &cg_opts)?;
     }
+    // Likewise a bf16 store rounded in a 256-bit loop that the proof refused (no register
+    // free, a spill): the row helper rounds the row instead, so that the loops widen.
+    if code.bf16_narrowed() && tile_opts.bf16_stores {
+        let again = lnc_tile::TileOptions { bf16_stores: false, ..tile_opts };
+        lir = lnc_tile::lower(&bir, &again).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
+        if opts.verify {
+            lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
+        }
+        tile_opts = again;
+        code = codegen(&lir, &cg_opts)?;
+    }
     timings.codegen = t.elapsed();
     if req.wants(Stage::Lir) {
         dumps.push(Dump { stage: Stage::Lir, pass: None, text: lnc_lir::print::print_function(&lir) });
