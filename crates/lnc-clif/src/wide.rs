@@ -742,46 +742,39 @@ fn store_bf16(
         .bf16_consts
         .clone()
         .ok_or_else(|| CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()))?;
-    if let [bias, one, quiet] = consts[..] {
-        // 256 bits: a comparison and a blend (`vcmpunordps`, `vpblendvb`) pick the
-        // quieted NaN lanes, eight instructions where the form below takes thirteen. Seed
-        // forward in bf16, one thread, rows in cache: with the form below the in-loop
-        // rounding was 15 % slower than storing `f32` rows for the row helper, which
-        // rounds so; with this one and `widen`'s pack, 2 threads, caches flushed, 0.94-0.96
-        // of the helper's time at N = 768-16384.
-        let b = &mut fx.bcx;
-        let u = b.ins().bitcast(types::I32X4, flags, v);
-        let hi = b.ins().ushr_imm_u(u, 16);
-        let lsb = b.ins().band(hi, one);
-        let r = b.ins().iadd(u, bias);
-        let r = b.ins().iadd(r, lsb);
-        let r = b.ins().ushr_imm_u(r, 16);
-        let q = b.ins().bor(hi, quiet);
-        let nan = b.ins().fcmp(FloatCC::Unordered, v, v);
-        let out = b.ins().bitselect(nan, q, r);
-        let q = b.ins().bitcast(types::I64X2, flags, out);
-        let low = b.ins().extractlane(q, 0);
-        let mark = if streams { BF16_STREAM_MARK } else { BF16_STORE_MARK };
-        b.ins().store(marked(mark), low, at, disp);
-        return Ok(());
-    }
-    let [absm, bias, one, quiet, inf] = consts[..] else {
-        return Err(CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()));
+    let ([bias, one, quiet], masks) = match consts[..] {
+        [bias, one, quiet] => ([bias, one, quiet], None),
+        [absm, bias, one, quiet, inf] => ([bias, one, quiet], Some((absm, inf))),
+        _ => return Err(CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into())),
     };
     let b = &mut fx.bcx;
     let u = b.ins().bitcast(types::I32X4, flags, v);
-    let a = b.ins().band(u, absm);
     let hi = b.ins().ushr_imm_u(u, 16);
     let lsb = b.ins().band(hi, one);
     let r = b.ins().iadd(u, bias);
     let r = b.ins().iadd(r, lsb);
     let r = b.ins().ushr_imm_u(r, 16);
     let q = b.ins().bor(hi, quiet);
-    let nan = b.ins().isub(inf, a);
-    let nan = b.ins().sshr_imm_u(nan, 31);
-    let x = b.ins().bxor(r, q);
-    let x = b.ins().band(x, nan);
-    let out = b.ins().bxor(r, x);
+    let out = match masks {
+        // 256 bits: a comparison and a blend (`vcmpunordps`, `vpblendvb`) pick the
+        // quieted NaN lanes, eight instructions where the form below takes thirteen. Seed
+        // forward in bf16, one thread, rows in cache: with the form below the in-loop
+        // rounding was 15 % slower than storing `f32` rows for the row helper, which
+        // rounds so; with this one and `widen`'s pack, 2 threads, caches flushed, 0.94-0.96
+        // of the helper's time at N = 768-16384.
+        None => {
+            let nan = b.ins().fcmp(FloatCC::Unordered, v, v);
+            b.ins().bitselect(nan, q, r)
+        }
+        Some((absm, inf)) => {
+            let a = b.ins().band(u, absm);
+            let nan = b.ins().isub(inf, a);
+            let nan = b.ins().sshr_imm_u(nan, 31);
+            let x = b.ins().bxor(r, q);
+            let x = b.ins().band(x, nan);
+            b.ins().bxor(r, x)
+        }
+    };
     let q = b.ins().bitcast(types::I64X2, flags, out);
     let low = b.ins().extractlane(q, 0);
     let mark = if streams { BF16_STREAM_MARK } else { BF16_STORE_MARK };

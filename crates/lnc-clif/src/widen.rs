@@ -422,7 +422,7 @@ pub(crate) fn patch(
 /// `ymm16` (module `evex`); in 256 bits there is no register Cranelift leaves free, so
 /// only a store with a register dead after it ([`dying_register`]) takes this form.
 fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) -> Option<Vec<Instruction>> {
-    use iced_x86::{Code, MemoryOperand};
+    use iced_x86::Code;
     let src = ins.op1_register();
     if ins.code() != Code::VEX_Vcvtps2ph_xmmm64_xmm_imm8
         || ins.op0_kind() != OpKind::Memory
@@ -435,17 +435,7 @@ fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) 
     let convert =
         Instruction::with3(Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8, into, ymm, u32::from(ins.immediate8()))
             .ok()?;
-    let memory = MemoryOperand::new(
-        ins.memory_base(),
-        ins.memory_index(),
-        ins.memory_index_scale(),
-        ins.memory_displacement64() as i64,
-        ins.memory_displ_size(),
-        false,
-        ins.segment_prefix(),
-    );
-    let code = if streams { Code::VEX_Vmovntdq_m128_xmm } else { Code::VEX_Vmovdqu_xmmm128_xmm };
-    let store = Instruction::with2(code, memory, into).ok()?;
+    let store = store_xmm(ins, streams, into)?;
     Some(vec![convert, store])
 }
 
@@ -459,7 +449,7 @@ fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) 
 /// `vpermq ymm, ymm, 8` (seed forward in bf16, one thread, rows in cache, alternated
 /// launches): 0.97 of the time at N = 1024, 0.96 at 4096.
 fn bf16_store_through_register(ins: &Instruction, streams: bool, into: Register) -> Option<Vec<Instruction>> {
-    use iced_x86::{Code, MemoryOperand};
+    use iced_x86::Code;
     let src = ins.op1_register();
     if ins.code() != Code::VEX_Vpextrq_rm64_xmm_imm8
         || ins.op0_kind() != OpKind::Memory
@@ -473,6 +463,14 @@ fn bf16_store_through_register(ins: &Instruction, streams: bool, into: Register)
     let ymm = Register::try_from(Register::YMM0 as usize + src.number()).ok().filter(|r| r.is_ymm())?;
     let high = Instruction::with3(Code::VEX_Vextracti128_xmmm128_ymm_imm8, into, ymm, 1u32).ok()?;
     let pack = Instruction::with3(Code::VEX_Vpackusdw_xmm_xmm_xmmm128, into, src, into).ok()?;
+    let store = store_xmm(ins, streams, into)?;
+    Some(vec![high, pack, store])
+}
+
+/// A store of the 16 bytes of `into` to the memory operand of the store `ins` it replaces:
+/// `vmovdqu m128, xmm`, or `vmovntdq` when `streams`.
+fn store_xmm(ins: &Instruction, streams: bool, into: Register) -> Option<Instruction> {
+    use iced_x86::{Code, MemoryOperand};
     let memory = MemoryOperand::new(
         ins.memory_base(),
         ins.memory_index(),
@@ -483,8 +481,7 @@ fn bf16_store_through_register(ins: &Instruction, streams: bool, into: Register)
         ins.segment_prefix(),
     );
     let code = if streams { Code::VEX_Vmovntdq_m128_xmm } else { Code::VEX_Vmovdqu_xmmm128_xmm };
-    let store = Instruction::with2(code, memory, into).ok()?;
-    Some(vec![high, pack, store])
+    Instruction::with2(code, memory, into).ok()
 }
 
 /// A vector register (as `xmm`) that the store `insts[i]` may convert into: the one it
@@ -1188,16 +1185,7 @@ mod tests {
             assert_eq!(listed(&code)[..3], into15);
         }
         // Every register read after it: the memory form stays.
-        let read_all: Vec<Vec<u8>> = (0..16)
-            .map(|n| {
-                let x = Register::try_from(Register::XMM0 as usize + n).expect("xmm0-15");
-                let add =
-                    Instruction::with3(iced_x86::Code::VEX_Vaddps_xmm_xmm_xmmm128, x, x, x).expect("vaddps");
-                let mut e = iced_x86::Encoder::new(64);
-                e.encode(&add, 0).expect("encodes");
-                e.take_buffer()
-            })
-            .collect();
+        let read_all = read_every_register();
         let all: Vec<(&[u8], Option<u8>)> = read_all.iter().map(|b| (&b[..], None)).collect();
         let (code, r) = run(&[&[l, s][..], &all, &[(RET, None)]].concat(), true, 1);
         assert!(r.is_ok(), "{r:?}");
@@ -1238,6 +1226,20 @@ mod tests {
         assert!(listed(&code)[1].contains("%ymm16"), "{:?}", listed(&code));
     }
 
+    /// `vaddps xmmN, xmmN, xmmN` for every `N`: code after which no register is dead.
+    fn read_every_register() -> Vec<Vec<u8>> {
+        (0..16)
+            .map(|n| {
+                let x = Register::try_from(Register::XMM0 as usize + n).expect("xmm0-15");
+                let add =
+                    Instruction::with3(iced_x86::Code::VEX_Vaddps_xmm_xmm_xmmm128, x, x, x).expect("vaddps");
+                let mut e = iced_x86::Encoder::new(64);
+                e.encode(&add, 0).expect("encodes");
+                e.take_buffer()
+            })
+            .collect()
+    }
+
     #[test]
     fn a_bf16_store_of_256_bit_code_packs_into_a_dying_register() {
         // vpextrq [rsi], xmm0, 0 (VEX.128.66.0F3A.W1 16 /r ib): the placeholder of
@@ -1258,16 +1260,7 @@ mod tests {
         assert_eq!(listed(&code)[1..3], pack);
         // Every register read after it: refused (compiled again narrower), never left as
         // the placeholder, which would store half the lanes.
-        let read_all: Vec<Vec<u8>> = (0..16)
-            .map(|n| {
-                let x = Register::try_from(Register::XMM0 as usize + n).expect("xmm0-15");
-                let add =
-                    Instruction::with3(iced_x86::Code::VEX_Vaddps_xmm_xmm_xmmm128, x, x, x).expect("vaddps");
-                let mut e = iced_x86::Encoder::new(64);
-                e.encode(&add, 0).expect("encodes");
-                e.take_buffer()
-            })
-            .collect();
+        let read_all = read_every_register();
         let all: Vec<(&[u8], Option<u8>)> = read_all.iter().map(|b| (&b[..], None)).collect();
         let (_, r) = run(&[&[l, (place, Some(BF16_STORE_MARK))][..], &all, &[(RET, None)]].concat(), true, 1);
         assert!(r.is_err(), "{r:?}");

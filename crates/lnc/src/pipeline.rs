@@ -271,22 +271,21 @@ pub(crate) fn compile(
     let cg_opts = codegen_options(opts, req.checked, emit_text);
     let t = Instant::now();
     let mut code = codegen(&lir, &cg_opts)?;
-    // A long fp16 row kept in its loop (`TileOptions::f16_stores`) streams only through
-    // registers that die at their stores (lnc-clif's `widen`); where one lives on, the
-    // kernel is tiled again without it, and the row helper streams the row.
-    if code.unstreamed() && tile_opts.f16_stores {
-        let again = lnc_tile::TileOptions { f16_stores: false, ..tile_opts };
-        lir = lnc_tile::lower(&bir, &again).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
-        if opts.verify {
-            lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
-        }
-        tile_opts = again;
-        code = codegen(&lir, &cg_opts)?;
-    }
-    // Likewise a bf16 store rounded in a 256-bit loop that the proof refused (no register
-    // free, a spill): the row helper rounds the row instead, so that the loops widen.
-    if code.bf16_narrowed() && tile_opts.bf16_stores {
-        let again = lnc_tile::TileOptions { bf16_stores: false, ..tile_opts };
+    // Half rows kept in their loops may need the row helper after all, and the kernel is
+    // tiled again without them:
+    // - a long fp16 row (`TileOptions::f16_stores`) streams only through registers that
+    //   die at their stores (lnc-clif's `widen`); where one lives on, the helper streams it;
+    // - a bf16 store rounded in a 256-bit loop (`TileOptions::bf16_stores`) whose proof was
+    //   refused (no register free, a spill) left the kernel in 128-bit vectors; with the
+    //   helper rounding the row, its loops widen.
+    loop {
+        let again = if code.unstreamed() && tile_opts.f16_stores {
+            lnc_tile::TileOptions { f16_stores: false, ..tile_opts }
+        } else if code.bf16_narrowed() && tile_opts.bf16_stores {
+            lnc_tile::TileOptions { bf16_stores: false, ..tile_opts }
+        } else {
+            break;
+        };
         lir = lnc_tile::lower(&bir, &again).map_err(|e| Error::source(file, vec![e.to_diagnostic()]))?;
         if opts.verify {
             lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
