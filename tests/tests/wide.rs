@@ -112,12 +112,13 @@ impl HalfBits for bf16 {
     }
 }
 
-/// Quiet and signaling NaNs in half rows, two a row: before the row's last tile and in it,
-/// both in it, in a lane the tile runs again without counting it and in it, both in one
-/// lane of the steady loop, in every pair of `nans`. A row's last tile of a sum runs in a 512-bit loop of its own, whose select
-/// passes the row's conversion on to the sum without quieting a NaN first (the sum quiets
-/// it, and returns its first operand's NaN when both are: lnc-clif's
-/// `half::only_arithmetic`). The raw bits of 128-bit vectors, checked and not.
+/// Quiet and signaling NaNs in half rows, two a row: before the row's last tile and in
+/// it, both in it, in a lane the tile runs again without counting it and in it, both in
+/// one lane of the steady loop, in every pair of `nans`. A row's last tile of a sum runs
+/// in a 512-bit loop of its own, whose select passes the row's conversion on to the sum
+/// without quieting a NaN first (the sum quiets it, and returns its first operand's NaN
+/// when both are: lnc-clif's `half::only_arithmetic`). The raw bits of 128-bit vectors,
+/// checked and not.
 fn nans_match<T: HalfBits>(nans: &[T]) {
     let (wide, narrow) = (module_of(16, true, u64::MAX), module_of(16, false, u64::MAX));
     let mut rng = rng();
@@ -906,9 +907,10 @@ fn module_from(name: &str, src: &str, lanes: u8, wide: bool) -> lnc::Module {
 /// leaves a 256- or 512-bit loop as a tile of `BN` lanes, whose lanes past the first four
 /// are taken out by placeholders (lnc-clif's `wide::leave`). When those were `floor`,
 /// `ceil` and `trunc`, a `tl.floor` or `tl.ceil` of that tile was the same Cranelift
-/// operation on the same value as a placeholder: found by review, Cranelift merged the two
-/// and the kernel stored the sum's lanes 4-7 (as extracted) for the floor of lanes 0-3. Every output must be the
-/// floor / ceil of the sum stored beside it, and the bits of 128-bit vectors.
+/// operation on the same value as a placeholder: found by review, Cranelift merged the
+/// two and the kernel stored the sum's lanes 4-7 (as extracted) for the floor of lanes
+/// 0-3. Every output must be the floor / ceil of the sum stored beside it, and the bits
+/// of 128-bit vectors.
 const ROUNDED_SUMS: &str = r#"
 import triton
 import triton.language as tl
@@ -964,7 +966,8 @@ fn a_wide_loops_result_rounded_by_the_kernel_keeps_its_lanes() {
 /// by lane, both using the lanes the extraction placeholders take out. Found by review:
 /// Cranelift elaborated the placeholder again in the second branch, a copy without the
 /// source location it was then recognized by, which stayed a `vroundps` (the floor of
-/// lanes 0-3 stored as lanes 4-7). Both branches, in 256 and 512 bits, checked and not: the bits of 128-bit vectors.
+/// lanes 0-3 stored as lanes 4-7). Both branches, in 256 and 512 bits, checked and not:
+/// the bits of 128-bit vectors.
 const MASKED_SUMS: &str = r#"
 import triton
 import triton.language as tl
@@ -1294,12 +1297,7 @@ fn a_refused_bf16_store_loop_falls_back_to_the_row_helper_not_to_128_bits() {
         terms.join(" + ")
     );
     let sig = format!("*fp32,*bf16,i32,{}1024", "fp32,".repeat(13));
-    let module = |wide| {
-        lnc::Jit::with_options(lnc::CompileOptions { wide, ..Default::default() })
-            .module("press.py", src.clone())
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (wide, narrow) = (module(true), module(false));
+    let (wide, narrow) = (module_from("press.py", &src, 8, true), module_from("press.py", &src, 8, false));
     let mut rng = rng();
     let n = 5000usize;
     let x: Vec<f32> = randn(&mut rng, n, 0.0, 1.0);

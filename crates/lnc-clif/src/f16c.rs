@@ -129,8 +129,8 @@ pub(crate) fn narrow_wide(fx: &mut FunctionCx, v: Value, addr: Value, offset: i3
 }
 
 /// [`narrow_wide`] with a non-temporal store ([`WIDE_STREAM_MARK`]): in 512-bit loops
-/// always; in 256-bit ones where the stored register dies at the store (module `widen`;
-/// else the store stays cached).
+/// always; in 256-bit ones where a register dies at the store (module `widen`; else the
+/// store stays cached).
 pub(crate) fn stream_wide(fx: &mut FunctionCx, v: Value, addr: Value, offset: i32) {
     narrow_marked(fx, WIDE_STREAM_MARK, v, addr, offset);
 }

@@ -412,15 +412,16 @@ pub(crate) fn patch(
 }
 
 /// The 256-bit `fp16` store `ins` (`vcvtps2ph m64, xmm, imm`, module `f16c`'s rewrite,
-/// widened to `m128, ymm`) as a conversion into register `into` (its own, or another
-/// that dies there) and a store of that register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu m128, xmm`, or `vmovntdq` when
-/// `streams` (a store marked streaming, whose row the runtime found 16-byte aligned:
-/// x86 has no non-temporal form of the conversion). The memory form ran
-/// slower on Zen 3: in a loop of nothing else (rows in the first-level cache), 0.66 ns
-/// against 0.43 for eight lanes, and the seed forward in fp16 (N = 1024, one thread, rows
-/// in cache) had 35 % of its samples on its two stores. 512-bit code stores so through
-/// `ymm16` (module `evex`); in 256 bits there is no register Cranelift leaves free, so
-/// only a store with a register dead after it ([`dying_register`]) takes this form.
+/// widened to `m128, ymm`) as a conversion into register `into` (its own, or another that
+/// dies there) and a store of that register: `vcvtps2ph xmm, ymm, imm` then `vmovdqu
+/// m128, xmm`, or `vmovntdq` when `streams` (a store marked streaming, whose row the
+/// runtime found 16-byte aligned: x86 has no non-temporal form of the conversion). The
+/// memory form ran slower on Zen 3: in a loop of nothing else (rows in the first-level
+/// cache), 0.66 ns against 0.43 for eight lanes, and the seed forward in fp16 (N = 1024,
+/// one thread, rows in cache) had 35 % of its samples on its two stores. 512-bit code
+/// stores so through `ymm16` (module `evex`); in 256 bits there is no register Cranelift
+/// leaves free, so only a store with a register dead after it ([`dying_register`]) takes
+/// this form.
 fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) -> Option<Vec<Instruction>> {
     use iced_x86::Code;
     let src = ins.op1_register();
@@ -511,11 +512,12 @@ pub(crate) const CALL_VECTOR_ARGUMENTS: usize = 4;
 
 /// Whether no path from after `insts[i]` reads vector register `reg` (any width) before
 /// an instruction writes it without reading it. A call reads the registers that carry
-/// arguments ([`CALL_VECTOR_ARGUMENTS`]) and ends a path for the others (in System V every
-/// vector register is the caller's to save; on Windows the path goes on past it); a
+/// arguments ([`CALL_VECTOR_ARGUMENTS`]) and ends a path for the others (in System V
+/// every vector register is the caller's to save; on Windows the path goes on past it); a
 /// return ends it (kernels return an integer); `vzeroupper` keeps the low 128 bits, which
-/// are all that Cranelift's values hold, so it neither reads nor writes them. Anything iced reports as a read, a conditional read or a partial write
-/// (`movss xmm, xmm` merges) counts as a read.
+/// are all that Cranelift's values hold, so it neither reads nor writes them. Anything
+/// iced reports as a read, a conditional read or a partial write (`movss xmm, xmm`
+/// merges) counts as a read.
 fn dead_after(insts: &[Decoded], i: usize, reg: Register) -> bool {
     use iced_x86::{InstructionInfoFactory, OpAccess};
     if !reg.is_vector_register() {

@@ -80,6 +80,14 @@ pub(crate) fn parents(f: &Function) -> HashMap<Inst, Parent> {
 }
 
 /// The region a parent designates.
+pub(crate) fn region(f: &Function, p: Parent) -> &Region {
+    match p {
+        None => &f.body,
+        Some((i, k)) => &f.insts[i].regions[k],
+    }
+}
+
+/// The region a parent designates, to change.
 pub(crate) fn region_mut(f: &mut Function, p: Parent) -> &mut Region {
     match p {
         None => &mut f.body,
@@ -167,6 +175,21 @@ pub(crate) fn is_widened_iv(f: &Function, v: Value, iv: Value) -> bool {
         let d = &f.insts[c];
         d.opcode == Opcode::Cast && d.args[0] == iv && f.ty(v).dtype().bits() >= f.ty(iv).dtype().bits()
     })
+}
+
+/// Inserts `new` into region `parent` as early as their operands allow: right after the
+/// last instruction of the region defining a value they use and do not define (at its
+/// start when all come from outside it).
+pub(crate) fn insert_after_operands(f: &mut Function, parent: Parent, new: Vec<Inst>) {
+    let made: HashSet<Value> = new.iter().flat_map(|&i| f.insts[i].results.iter().copied()).collect();
+    let used: HashSet<Value> =
+        new.iter().flat_map(|&i| f.insts[i].args.iter().copied()).filter(|v| !made.contains(v)).collect();
+    let pos = region(f, parent)
+        .insts
+        .iter()
+        .rposition(|&i| f.insts[i].results.iter().any(|r| used.contains(r)))
+        .map_or(0, |k| k + 1);
+    region_mut(f, parent).insts.splice(pos..pos, new);
 }
 
 /// Inserts `new` before `at` in its parent region.

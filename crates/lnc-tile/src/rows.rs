@@ -72,10 +72,11 @@ use crate::rewrite::{
     region_mut, term_plus,
 };
 
-/// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one instruction
-/// and the row store may stream (unless `TileOptions::f16_stores`, below). Measured on the seed forward in fp16 (2 threads,
-/// caches flushed, medians of 40 launches, three alternating runs; tiles against the row
-/// helper, whose non-temporal stores save reading the output's lines first):
+/// The longest `fp16` row (bytes) stored tile by tile when tiles narrow in one
+/// instruction and the row store may stream (unless `TileOptions::f16_stores`, below).
+/// Measured on the seed forward in fp16 (2 threads, caches flushed, medians of 40
+/// launches, three alternating runs; tiles against the row helper, whose non-temporal
+/// stores save reading the output's lines first):
 /// - 1 KB rows (32 MiB of output): 3.15-3.63 against 3.36-3.87 ms;
 /// - 2 KB rows (32 MiB): 2.90-2.95 against 3.08-3.69 ms;
 /// - 4 KB rows (16 MiB): 1.66-1.72 against 1.57-1.83 ms, and in two runs of lnc-bench

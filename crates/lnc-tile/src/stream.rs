@@ -60,8 +60,8 @@ use std::collections::{HashMap, HashSet};
 use lnc_lir::{Addressing, BinOp, CmpOp, Const, DType, Function, Inst, Opcode, Region, Ty, Value};
 
 use crate::rewrite::{
-    Lanes, Parent, clone_insts, def, defined_inside, for_loops, insert_before, int_of, iv_plus, konst,
-    parents, region_mut,
+    Lanes, Parent, clone_insts, def, defined_inside, for_loops, insert_after_operands, insert_before, int_of,
+    iv_plus, konst, parents, region, region_mut,
 };
 
 /// Bytes of one non-temporal vector store.
@@ -308,15 +308,16 @@ fn whole_lines(f: &Function, l: Inst, chosen: &[Candidate], read: &HashSet<u32>)
 ///
 /// The head and tail loops' cached stores write lines that the core does not hold (the
 /// rest of the row bypasses the caches): each waits for its line to be read from memory,
-/// and the streaming stores behind it in the store queue wait with it. So those lines
-/// are fetched for ownership ahead (`prefetch.write`): the first two lines of the range
-/// as soon as the row's pointer is known (in the seed forward, at the program's start,
-/// two passes ahead), the last two or three (with a remainder after the loop) before the head loop. Measured on the seed forward
-/// (fp32, 4096 rows, 2 threads, caches flushed, 40-60 alternated launches in one
-/// process) with rows 16 bytes past a line, as large `Vec`s are: 0.84-0.85 of the time
-/// at N = 768, 0.86-0.88 at 1000, 0.95-0.96 at 1024, 0.96-0.99 at 2048-4096; with
-/// rows on lines, 0.94-1.05 (the noise). Either pair alone gained half as much. Against
-/// rows on lines without them: 1.02 of their time at N = 768 and 1000, 1.14 at 1024.
+/// and the streaming stores behind it in the store queue wait with it. So those lines are
+/// fetched for ownership ahead (`prefetch.write`): the first two lines of the range as
+/// soon as the row's pointer is known (in the seed forward, at the program's start, two
+/// passes ahead), the last two or three (with a remainder after the loop) before the head
+/// loop. Measured on the seed forward (fp32, 4096 rows, 2 threads, caches flushed, 40-60
+/// alternated launches in one process) with rows 16 bytes past a line, as large `Vec`s
+/// are: 0.84-0.85 of the time at N = 768, 0.86-0.88 at 1000, 0.95-0.96 at 1024, 0.96-0.99
+/// at 2048-4096; with rows on lines, 0.94-1.05 (the noise). Either pair alone gained half
+/// as much. Against rows on lines without them: 1.02 of their time at N = 768 and 1000,
+/// 1.14 at 1024.
 fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate], size: i64) {
     let span = f.spans[l];
     let i32t = Ty::Scalar(DType::I32);
@@ -430,20 +431,7 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     }
     let early = early.insts;
     let mut pre = b.insts;
-    let region = match parent {
-        None => &f.body,
-        Some((p, r)) => &f.insts[p].regions[r],
-    };
-    // After the definitions of all they use (the row's pointer, the constants).
-    let made: HashSet<Value> = early.iter().flat_map(|&i| f.insts[i].results.iter().copied()).collect();
-    let used: HashSet<Value> =
-        early.iter().flat_map(|&i| f.insts[i].args.iter().copied()).filter(|v| !made.contains(v)).collect();
-    let known = region
-        .insts
-        .iter()
-        .rposition(|&i| f.insts[i].results.iter().any(|r| used.contains(r)))
-        .map_or(0, |k| k + 1);
-    region_mut(f, parent).insts.splice(known..known, early);
+    insert_after_operands(f, parent, early);
     let body = f.insts[l].regions[0].clone();
     let head = clamped_copy(f, &body, [lb, a, step], last_head, span);
     let tail = clamped_copy(f, &body, [e, ub, step], last_tail, span);
@@ -485,10 +473,7 @@ impl Pre<'_> {
 /// one before ends and storing through `ptr` (the remainder and tail loops of a pass).
 /// `None` when no such loop follows.
 fn row_end(f: &Function, l: Inst, parent: Parent, ptr: Value) -> Option<Value> {
-    let region = match parent {
-        None => &f.body,
-        Some((p, r)) => &f.insts[p].regions[r],
-    };
+    let region = region(f, parent);
     let at = region.insts.iter().position(|&i| i == l)?;
     let mut end = f.insts[l].args[1];
     let mut found = false;
