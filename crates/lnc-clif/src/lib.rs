@@ -43,6 +43,7 @@ mod ports;
 mod prefetch;
 mod stream;
 mod value;
+mod vex;
 mod vmath;
 mod wide;
 mod widen;
@@ -435,7 +436,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
     let mut offsets: Vec<u32> = relocs.iter().map(|r| r.offset).collect();
     // For the listing only: it decodes the whole function once more.
     let placeholders = if opts.emit_text { widen::placeholders(&code) } else { 0 };
-    let mut unstreamed = false;
+    let mut outcome = widen::Outcome::default();
     let ymm = match widen::patch(
         &mut code,
         compiled.buffer.traps(),
@@ -443,7 +444,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         (wide_stores, wide_extracts),
         zmm,
         &mut offsets,
-        &mut unstreamed,
+        &mut outcome,
     ) {
         Ok(n) => n,
         // Code without wide loops has nothing to refuse.
@@ -537,6 +538,14 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
                     if zmm { ", mode 0 (nearest) to lanes 8-15 (vextractf64x4 $1)" } else { "" }
                 ));
             }
+            if outcome.vex_encoded > 0 {
+                asm.push_str(&format!(
+                    "; {} moves of vector registers that Cranelift encodes without VEX (register moves, spills, \
+                     reloads) are encoded again with VEX, whose high bits are zeroed: an SSE instruction after wide code \
+                     waits for the high halves (module vex)\n",
+                    outcome.vex_encoded
+                ));
+            }
             let packed = if ymm > 0 && !zmm { widen::bf16_packed_stores(&code) } else { 0 };
             if packed > 0 {
                 asm.push_str(&format!(
@@ -610,7 +619,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
         patched,
         prefetches,
         widened: ymm,
-        unstreamed,
+        unstreamed: outcome.unstreamed,
         bf16_narrowed: false,
         text,
         module: Mutex::new(Some(module)),

@@ -40,8 +40,10 @@
 //!
 //! The code leaves the high halves of `ymm` registers set, which makes every SSE
 //! instruction run later wait to merge them: the runtime clears them (`vzeroupper`) when
-//! a kernel returns, and the helpers kernels call clear them on entry
-//! (`lnc_runtime::clear_upper_vector_state`).
+//! a kernel returns, the helpers kernels call clear them on entry
+//! (`lnc_runtime::clear_upper_vector_state`), and the SSE moves Cranelift leaves in the
+//! kernel (outside the wide loops, or not needed by the proof) are encoded again with VEX
+//! here (module `vex`).
 
 use cranelift_codegen::MachTrap;
 use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, Mnemonic, OpKind, Register};
@@ -177,13 +179,22 @@ struct Decoded {
     succ: Vec<usize>,
 }
 
+/// What [`patch`] reports besides the instructions it widened.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// 256-bit code had `fp16` stores marked streaming that could not all go through their
+    /// registers, and so stores them cached.
+    pub(crate) unstreamed: bool,
+    /// SSE moves encoded again with VEX (module `vex`).
+    pub(crate) vex_encoded: u32,
+}
+
 /// Widens the wide loops of `code` (trap records `traps`; `spans`: the code ranges of
 /// wide loops; `emitted`: the marked stores and the extraction placeholders code
 /// generation emitted) to 256 bits, or to 512 when `zmm` (module `evex`: the code is
 /// encoded again, and `relocs`, the offsets of its relocations, move with it). Returns the
-/// number of instructions widened. Sets `unstreamed` when 256-bit code had `fp16` stores
-/// marked streaming that could not all go through their registers, and so stores them
-/// cached.
+/// number of instructions widened, and the rest in `out`. Every SSE move left in the
+/// function is encoded again with VEX (module `vex`).
 pub(crate) fn patch(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
@@ -191,7 +202,7 @@ pub(crate) fn patch(
     (emitted, extracts_emitted): (u32, u32),
     zmm: bool,
     relocs: &mut [u32],
-    unstreamed: &mut bool,
+    out: &mut Outcome,
 ) -> Result<u32, Unproven> {
     let marks: Vec<(usize, u8)> = traps
         .iter()
@@ -310,11 +321,24 @@ pub(crate) fn patch(
         }
     }
     proven(&insts, zmm)?;
+    // The SSE moves left (module `vex`), each with its VEX form and whether that has its
+    // length.
+    let sse: std::collections::HashMap<usize, (Instruction, bool)> = insts
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.kind == Kind::Other)
+        .filter_map(|(i, d)| {
+            let made = crate::vex::vex_form(&d.ins)?;
+            Some((i, (made, encode_in_place(&made).is_some_and(|b| b.len() == d.ins.len()))))
+        })
+        .collect();
+    out.vex_encoded = sse.len() as u32;
+    let other = |i: usize| sse.get(&i).map(|&(made, _)| vec![made]).unwrap_or_default();
     if zmm {
         let mut widened = Vec::with_capacity(insts.len());
-        for d in &insts {
+        for (i, d) in insts.iter().enumerate() {
             widened.push(match d.kind {
-                Kind::Other => Vec::new(),
+                Kind::Other => other(i),
                 _ => match halves.get(&d.at) {
                     Some(&m @ (F16_STORE_MARK | F16_STREAM_MARK)) => {
                         crate::evex::store_f16(&d.ins, m == F16_STREAM_MARK)?
@@ -330,7 +354,7 @@ pub(crate) fn patch(
                 },
             });
         }
-        return reencode(code, &insts, &widened, relocs);
+        return Ok(reencode(code, &insts, &widened, relocs)? - sse.len() as u32);
     }
     // An `fp16` store whose register nothing reads after it converts into that register
     // and stores it, two instructions for one: the function is encoded again.
@@ -345,7 +369,7 @@ pub(crate) fn patch(
         .collect();
     let marked_streaming = f16_stores.iter().filter(|d| d.1).count();
     let all_stream = dead.iter().filter(|d| d.1).count() == marked_streaming;
-    *unstreamed = marked_streaming > 0 && !all_stream;
+    out.unstreamed = marked_streaming > 0 && !all_stream;
     let mut through_register: std::collections::HashMap<usize, Vec<Instruction>> = dead
         .iter()
         .filter_map(|&(i, streams, into)| {
@@ -367,6 +391,7 @@ pub(crate) fn patch(
     // instructions moved.
     if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none())
         || !through_register.is_empty()
+        || sse.values().any(|&(_, in_place)| !in_place)
     {
         let mut widened = Vec::with_capacity(insts.len());
         for (i, d) in insts.iter().enumerate() {
@@ -375,7 +400,7 @@ pub(crate) fn patch(
                 continue;
             }
             widened.push(match d.kind {
-                Kind::Other => Vec::new(),
+                Kind::Other => other(i),
                 Kind::Move => vec![ymm_move(&d.ins)?],
                 Kind::Extract => vec![extraction(&d.ins, false)?],
                 _ => {
@@ -385,12 +410,19 @@ pub(crate) fn patch(
                 }
             });
         }
-        return reencode(code, &insts, &widened, relocs);
+        return Ok(reencode(code, &insts, &widened, relocs)? - sse.len() as u32);
     }
     let mut count = 0;
-    for d in &insts {
+    for (i, d) in insts.iter().enumerate() {
         match d.kind {
-            Kind::Other => continue,
+            Kind::Other => {
+                if let Some((made, _)) = sse.get(&i) {
+                    let bytes = encode_in_place(made)
+                        .ok_or_else(|| Unproven(format!("the move at {:#x} has no VEX form", d.at)))?;
+                    code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
+                }
+                continue;
+            }
             Kind::Move => {
                 let bytes = vex_move(&d.ins).ok_or_else(|| {
                     Unproven(format!("the move at {:#x} has no VEX form of its length", d.at))
@@ -1121,7 +1153,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = if span { vec![(0, code.len())] } else { Vec::new() };
-        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut [], &mut false);
+        let r = patch(&mut code, &traps, &spans, emitted, zmm, &mut [], &mut Outcome::default());
         (code, r)
     }
 
@@ -1312,7 +1344,7 @@ mod tests {
             code.extend_from_slice(bytes);
         }
         let spans = vec![(0, code.len())];
-        assert_eq!(patch(&mut code, &traps, &spans, (1, 0), true, &mut [], &mut false), Ok(3));
+        assert_eq!(patch(&mut code, &traps, &spans, (1, 0), true, &mut [], &mut Outcome::default()), Ok(3));
         let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
         let got: Vec<String> = std::iter::from_fn(|| d.can_decode().then(|| d.decode()))
             .take(4)
@@ -1330,7 +1362,9 @@ mod tests {
         // Refused the same way as in 256 bits: a store of an unmarked load.
         let mut code = [LOAD, ADD, STORE, RET].concat();
         let traps = [MachTrap { offset: 8, code: TrapCode::user(STORE_MARK).expect("nonzero") }];
-        assert!(patch(&mut code, &traps, &[(0, 13)], (1, 0), true, &mut [], &mut false).is_err());
+        assert!(
+            patch(&mut code, &traps, &[(0, 13)], (1, 0), true, &mut [], &mut Outcome::default()).is_err()
+        );
     }
 
     /// `vroundps dst, src, imm` (register form): with modes 3 and 0, the placeholders of
@@ -1732,19 +1766,23 @@ mod tests {
         }
     }
 
-    /// A move the proof does not need is left as Cranelift emitted it; in 256 bits a
-    /// needed one is rewritten in place even beside an unneeded one that has no VEX form
-    /// of its length (which would have the function encoded again).
+    /// A move the proof does not need is encoded again as the 128-bit VEX move (module
+    /// `vex`), not as a move of the whole register; a needed one beside it becomes the
+    /// move of the whole register. Neither counts as an SSE move encoded again twice.
     #[test]
-    fn moves_the_proof_does_not_need_stay_as_they_are() {
+    fn moves_the_proof_does_not_need_take_their_128_bit_vex_forms() {
         let short: &[u8] = &[0x0f, 0x28, 0xd3]; // movaps xmm2, xmm3
+        let vex_short: &[u8] = &[0xc5, 0xf8, 0x28, 0xd3]; // vmovaps xmm2, xmm3
         let (code, r) = run_in(
             &[(LOAD, Some(LOAD_MARK)), (short, None), (STORE, Some(STORE_MARK)), (RET, None)],
             true,
             false,
         );
         assert_eq!(r, Ok(2));
-        assert_eq!(code, [&[0xc5, 0xfe, 0x6f, 0x07][..], short, &[0xc5, 0xfc, 0x11, 0x06], RET].concat());
+        // Encoded again (the move grew), the code is padded with `int3` to its alignment.
+        let want = [&[0xc5, 0xfe, 0x6f, 0x07][..], vex_short, &[0xc5, 0xfc, 0x11, 0x06], RET].concat();
+        assert_eq!(code[..want.len()], want);
+        assert!(code[want.len()..].iter().all(|&b| b == 0xcc));
         // vmovdqu xmm1, [rdi] (marked); movaps xmm9, xmm1 (needed, 4 bytes); the short
         // move; vmovups [rsi], xmm9 (marked).
         let load1: &[u8] = &[0xc5, 0xfa, 0x6f, 0x0f];
@@ -1760,8 +1798,9 @@ mod tests {
         let before: Vec<u8> = program.iter().flat_map(|p| p.0.iter().copied()).collect();
         let (code, r) = run_in(&program, true, false);
         assert_eq!(r, Ok(3));
-        assert_eq!(code.len(), before.len(), "encoded again");
-        assert_eq!(&code[8..11], short);
+        assert_eq!(code[before.len()], RET[0], "encoded again, one byte longer");
+        assert!(code[before.len() + 1..].iter().all(|&b| b == 0xcc));
+        assert_eq!(&code[8..12], vex_short);
         let w = decode_at(&code[4..8]);
         assert_eq!((w.op_register(0), w.op_register(1)), (Register::YMM9, Register::YMM1), "{w}");
     }
@@ -1808,7 +1847,7 @@ mod tests {
             code[rip_at + 4..rip_at + 8].copy_from_slice(&disp.to_le_bytes());
             let mut relocs = [mov_at as u32 + 2];
             assert_eq!(
-                patch(&mut code, &traps, &[(0, end)], (1, 0), zmm, &mut relocs, &mut false),
+                patch(&mut code, &traps, &[(0, end)], (1, 0), zmm, &mut relocs, &mut Outcome::default()),
                 Ok(3),
                 "zmm {zmm}"
             );
