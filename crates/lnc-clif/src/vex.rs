@@ -1,19 +1,22 @@
-//! The SSE moves Cranelift encodes without VEX, encoded again with VEX in code that has
-//! wide loops (module `widen`).
+//! The SSE instructions Cranelift emits without VEX, encoded again with VEX in code that
+//! has wide loops (module `widen`).
 //!
-//! With AVX, Cranelift encodes its arithmetic with VEX but not every move of a vector
-//! register: its register-to-register moves (the register allocator's, and the one of a
+//! With AVX, Cranelift encodes its arithmetic with VEX but not every instruction on vector
+//! registers: its register-to-register moves (the register allocator's, and the one of a
 //! `select` of floats, which jumps over a move), its spills and reloads of vector
-//! registers (`movdqu`, `movss`) and some others are SSE instructions. An SSE instruction
+//! registers (`movdqu`, `movss`), and the sequence of a scalar `fmin`/`fmax` (`ucomiss`,
+//! `andps`, `orps`, `addss`, `maxss`) are SSE instructions. An SSE instruction
 //! keeps the bits of its destination above 128, so after code that left the high halves
-//! of `ymm` registers set (the wide loops) it waits for them. On Zen 3 that made the
-//! `movaps` of the seed forward's `select(N < BLOCK, 0.0, -0.0)`, run once per row,
-//! cost about 90 ns a program (rows of 8 elements, `BLOCK_SIZE` 1024, one thread, rows in
-//! the cache: 164 ns a program against 74 without it), and the forward at N = 768 took
-//! 1.25 times as long in every dtype (4096 rows, two threads, caches flushed).
+//! of `ymm` registers set (the wide loops) it waits for them. On Zen 3 the `movaps` of the
+//! seed forward's `select(N < BLOCK_SIZE, 0.0, -0.0)`, run once per row after the wide
+//! loops, made a program take 158-164 ns instead of 53 (rows of 8 elements, `BLOCK_SIZE`
+//! 1024, one thread, rows in the cache), and the forward at N = 768 and 1000 took
+//! 1.13-1.27 times as long in fp32, fp16 and bf16 (4096 rows, two threads, caches
+//! flushed, launches alternated); TensorRT-LLM's layer norm with the difference of
+//! squares, whose `max(var, 0)` is such a sequence, 1.05 times as long at N = 768-1024.
 //!
-//! The VEX form of such a move does the same to the low 128 bits and zeroes the bits
-//! above, which Cranelift's code never reads; inside a wide loop's code `widen` encodes the
+//! The VEX form of such an instruction does the same to the low 128 bits and zeroes the
+//! bits above, which Cranelift's code never reads; inside a wide loop's code `widen` encodes the
 //! moves the proof needs as moves of the whole register instead, so a register it proves
 //! wide is never written by one of these. A VEX form is often the same length (the
 //! prefixes `F3 0F` become `C5 xx`), and is then written in place; otherwise the function
@@ -21,7 +24,7 @@
 
 use iced_x86::{Code, EncodingKind, Instruction, OpKind};
 
-/// The VEX form of `ins` when it is an SSE move this module encodes again (the moves
+/// The VEX form of `ins` when it is an SSE instruction this module encodes again (those
 /// Cranelift emits); None otherwise.
 pub(crate) fn vex_form(ins: &Instruction) -> Option<Instruction> {
     if ins.encoding() != EncodingKind::Legacy {
@@ -59,11 +62,42 @@ pub(crate) fn vex_form(ins: &Instruction) -> Option<Instruction> {
         Code::Movss_xmmm32_xmm => Code::VEX_Vmovss_m32_xmm,
         Code::Movsd_xmm_xmmm64 => Code::VEX_Vmovsd_xmm_m64,
         Code::Movsd_xmmm64_xmm => Code::VEX_Vmovsd_m64_xmm,
-        _ => return None,
+        Code::Ucomiss_xmm_xmmm32 => Code::VEX_Vucomiss_xmm_xmmm32,
+        Code::Ucomisd_xmm_xmmm64 => Code::VEX_Vucomisd_xmm_xmmm64,
+        code => {
+            // Two operands, the first also a source: the VEX form names it twice.
+            let vex = destructive(code)?;
+            if ins.op0_kind() != OpKind::Register || ins.op1_kind() != OpKind::Register {
+                return None;
+            }
+            let (dst, src) = (ins.op0_register(), ins.op1_register());
+            let mut made = Instruction::with3(vex, dst, dst, src).ok()?;
+            made.set_ip(ins.ip());
+            return Some(made);
+        }
     };
     let mut made = *ins;
     made.set_code(same_operands);
     Some(made)
+}
+
+/// The VEX form of the two-operand SSE arithmetic Cranelift emits without VEX: the
+/// sequence of a scalar `fmin`/`fmax` (`ucomiss`, then `andps`/`orps` for zeros of
+/// either sign, `addss` for a NaN, `minss`/`maxss`).
+fn destructive(code: Code) -> Option<Code> {
+    Some(match code {
+        Code::Addss_xmm_xmmm32 => Code::VEX_Vaddss_xmm_xmm_xmmm32,
+        Code::Addsd_xmm_xmmm64 => Code::VEX_Vaddsd_xmm_xmm_xmmm64,
+        Code::Minss_xmm_xmmm32 => Code::VEX_Vminss_xmm_xmm_xmmm32,
+        Code::Minsd_xmm_xmmm64 => Code::VEX_Vminsd_xmm_xmm_xmmm64,
+        Code::Maxss_xmm_xmmm32 => Code::VEX_Vmaxss_xmm_xmm_xmmm32,
+        Code::Maxsd_xmm_xmmm64 => Code::VEX_Vmaxsd_xmm_xmm_xmmm64,
+        Code::Andps_xmm_xmmm128 => Code::VEX_Vandps_xmm_xmm_xmmm128,
+        Code::Andpd_xmm_xmmm128 => Code::VEX_Vandpd_xmm_xmm_xmmm128,
+        Code::Orps_xmm_xmmm128 => Code::VEX_Vorps_xmm_xmm_xmmm128,
+        Code::Orpd_xmm_xmmm128 => Code::VEX_Vorpd_xmm_xmm_xmmm128,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -126,12 +160,29 @@ mod tests {
         assert_eq!(b, "vmovdqa %xmm11,%xmm3");
     }
 
+    /// Cranelift's sequence of a scalar `fmax`, as in TensorRT-LLM's `max(var, 0)`.
+    #[test]
+    fn the_sse_of_a_scalar_fmax_takes_its_vex_forms() {
+        let cases: [(&[u8], &str); 6] = [
+            (&[0x0f, 0x2e, 0xe5], "vucomiss %xmm5,%xmm4"),
+            (&[0x0f, 0x54, 0xe5], "vandps %xmm5,%xmm4,%xmm4"),
+            (&[0x0f, 0x56, 0xe5], "vorps %xmm5,%xmm4,%xmm4"),
+            (&[0xf3, 0x0f, 0x58, 0xe5], "vaddss %xmm5,%xmm4,%xmm4"),
+            (&[0xf3, 0x0f, 0x5f, 0xe5], "vmaxss %xmm5,%xmm4,%xmm4"),
+            (&[0xf2, 0x45, 0x0f, 0x5d, 0xc1], "vminsd %xmm9,%xmm8,%xmm8"),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(round_trip(bytes).1, want, "{bytes:02x?}");
+        }
+    }
+
     #[test]
     fn other_instructions_stay() {
         for bytes in [
-            &[0xc5, 0xf8, 0x28, 0xec][..], // vmovaps %xmm4,%xmm5
-            &[0x48, 0x89, 0xc8],           // mov %rcx,%rax
-            &[0x0f, 0x58, 0xc1],           // addps %xmm1,%xmm0: not a move Cranelift emits
+            &[0xc5, 0xf8, 0x28, 0xec][..],   // vmovaps %xmm4,%xmm5
+            &[0x48, 0x89, 0xc8],             // mov %rcx,%rax
+            &[0x0f, 0x58, 0xc1],             // addps %xmm1,%xmm0: not an instruction Cranelift emits
+            &[0xf3, 0x0f, 0x58, 0x04, 0x24], // addss (%rsp),%xmm0: a memory source is not handled
         ] {
             let ins = Decoder::with_ip(64, bytes, 0, DecoderOptions::NONE).decode();
             assert!(vex_form(&ins).is_none(), "{bytes:02x?}");

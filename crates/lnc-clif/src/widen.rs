@@ -185,7 +185,7 @@ pub(crate) struct Outcome {
     /// 256-bit code had `fp16` stores marked streaming that could not all go through their
     /// registers, and so stores them cached.
     pub(crate) unstreamed: bool,
-    /// SSE moves encoded again with VEX (module `vex`).
+    /// SSE instructions encoded again with VEX (module `vex`).
     pub(crate) vex_encoded: u32,
 }
 
@@ -193,8 +193,8 @@ pub(crate) struct Outcome {
 /// wide loops; `emitted`: the marked stores and the extraction placeholders code
 /// generation emitted) to 256 bits, or to 512 when `zmm` (module `evex`: the code is
 /// encoded again, and `relocs`, the offsets of its relocations, move with it). Returns the
-/// number of instructions widened, and the rest in `out`. Every SSE move left in the
-/// function is encoded again with VEX (module `vex`).
+/// number of instructions widened, and the rest in `out`. The SSE instructions left in the
+/// function are encoded again with VEX (module `vex`).
 pub(crate) fn patch(
     code: &mut Vec<u8>,
     traps: &[MachTrap],
@@ -321,8 +321,8 @@ pub(crate) fn patch(
         }
     }
     proven(&insts, zmm)?;
-    // The SSE moves left (module `vex`), each with its VEX form and whether that has its
-    // length.
+    // The SSE instructions left (module `vex`), each with its VEX form and whether that has
+    // its length.
     let sse: std::collections::HashMap<usize, (Instruction, bool)> = insts
         .iter()
         .enumerate()
