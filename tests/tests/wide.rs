@@ -1330,13 +1330,31 @@ fn sse_instructions(mc: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Scalar conversions between floats and integers after a wide loop: Cranelift's
+/// sequences for them (`fcvt_to_sint_sat`, `fcvt_to_uint_sat`, `fcvt_from_uint`) are SSE.
+const CASTS: &str = r#"
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def casts(X, Y, I, U, F, N, K, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + cols, mask=cols < N, other=0.)
+    tl.store(Y + cols, x * 2.0, mask=cols < N)
+    s = tl.sum(x, axis=0)
+    tl.store(I, s.to(tl.int32))
+    tl.store(U, s.to(tl.uint32))
+    tl.store(F, K.to(tl.float32))
+"#;
+
 /// Code with wide loops has no SSE instruction left (lnc-clif's `vex`): Cranelift's
 /// register moves, its `select` of floats (a jump over a `movaps`), its spills and reloads
-/// of vector registers and its sequence of a scalar `fmax` are encoded again with VEX. The
-/// seed's three kernels, TensorRT-LLM's layer norm with the difference of squares
-/// (`max(var, 0)`) and ttnn's post-all-gather kernel, in fp32, fp16 and bf16, checked and
-/// not; the seed forward's `select(N < BLOCK_SIZE, …)` is one of them, and the half kernels
-/// spill vector registers.
+/// of vector registers, its sequence of a scalar `fmax` and those of its conversions are
+/// encoded again with VEX. The seed's three kernels, TensorRT-LLM's layer norm with the
+/// difference of squares (`max(var, 0)`) and ttnn's post-all-gather kernel, in fp32, fp16
+/// and bf16, and [`CASTS`] in fp32, checked and not; the seed forward's `select(N < BLOCK_SIZE,
+/// …)` is one of them, and the half kernels spill vector registers.
 #[test]
 fn no_sse_instruction_is_left_in_code_with_wide_loops() {
     if !lnc::computes_wide() {
@@ -1348,6 +1366,7 @@ fn no_sse_instruction_is_left_in_code_with_wide_loops() {
     let trt =
         module("trtllm_layer_norm.py", include_str!("../../crates/lnc-nn/kernels/trtllm_layer_norm.py"));
     let ttnn = module("ttnn_distributed.py", include_str!("../../crates/lnc-nn/kernels/ttnn_distributed.py"));
+    let casts = module("casts.py", CASTS);
     let mut encoded = 0;
     for t in ["fp32", "fp16", "bf16"] {
         let kernels = [
@@ -1365,7 +1384,10 @@ fn no_sse_instruction_is_left_in_code_with_wide_loops() {
                 format!("*{t},*{t},*fp32,*{t},*{t},i32,i32,i32,i32,i32,fp32,True,True,1024"),
             ),
         ];
-        for (module, kernel, sig) in kernels {
+        // In half precision its loop is not a wide one.
+        let casts =
+            (t == "fp32").then(|| (&casts, "casts", "*fp32,*fp32,*i32,*u32,*fp32,i32,u64,1024".to_string()));
+        for (module, kernel, sig) in kernels.into_iter().chain(casts) {
             for checked in [true, false] {
                 let req = |stage| lnc::DumpRequest { stages: vec![stage], checked, ..Default::default() };
                 let mc = dumped(module, kernel, &sig, &req(lnc::Stage::Mc));

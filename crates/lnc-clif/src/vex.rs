@@ -4,8 +4,9 @@
 //! With AVX, Cranelift encodes its arithmetic with VEX but not every instruction on vector
 //! registers: its register-to-register moves (the register allocator's, and the one of a
 //! `select` of floats, which jumps over a move), its spills and reloads of vector
-//! registers (`movdqu`, `movss`), and the sequence of a scalar `fmin`/`fmax` (`ucomiss`,
-//! `andps`, `orps`, `addss`, `maxss`) are SSE instructions. An SSE instruction
+//! registers (`movdqu`, `movss`), the sequence of a scalar `fmin`/`fmax` (`ucomiss`,
+//! `andps`, `orps`, `addss`, `maxss`), and those of its conversions between floats and
+//! integers (`cvttss2si`, `cvtsi2ss`, `subss`, `xorps`, `movd`) are SSE instructions. An SSE instruction
 //! keeps the bits of its destination above 128, so after code that left the high halves
 //! of `ymm` registers set (the wide loops) it waits for them. On Zen 3 the `movaps` of the
 //! seed forward's `select(N < BLOCK_SIZE, 0.0, -0.0)`, run once per row after the wide
@@ -16,11 +17,14 @@
 //! squares, whose `max(var, 0)` is such a sequence, 1.05 times as long at N = 768-1024.
 //!
 //! The VEX form of such an instruction does the same to the low 128 bits and zeroes the
-//! bits above, which Cranelift's code never reads; inside a wide loop's code `widen` encodes the
-//! moves the proof needs as moves of the whole register instead, so a register it proves
-//! wide is never written by one of these. A VEX form is often the same length (the
+//! bits above, which Cranelift's code never reads. `widen`'s proof already takes a write
+//! by one of these as leaving its register narrow (inside a wide loop's code, the moves the
+//! proof needs are encoded instead as moves of the whole register), so none lies between
+//! a wide value and a use of its high lanes. A VEX form is often the same length (the
 //! prefixes `F3 0F` become `C5 xx`), and is then written in place; otherwise the function
-//! is encoded again.
+//! is encoded again. The forms this module knows are those Cranelift 0.135 emits; a
+//! memory source of the arithmetic is left as it is (Cranelift gives it registers), and
+//! `tests/tests/wide.rs` checks the kernels it compiles have no SSE instruction left.
 
 use iced_x86::{Code, EncodingKind, Instruction, OpKind};
 
@@ -62,10 +66,21 @@ pub(crate) fn vex_form(ins: &Instruction) -> Option<Instruction> {
         Code::Movss_xmmm32_xmm => Code::VEX_Vmovss_m32_xmm,
         Code::Movsd_xmm_xmmm64 => Code::VEX_Vmovsd_xmm_m64,
         Code::Movsd_xmmm64_xmm => Code::VEX_Vmovsd_m64_xmm,
+        Code::Movq_xmm_xmmm64 => Code::VEX_Vmovq_xmm_xmmm64,
+        Code::Movq_xmmm64_xmm => Code::VEX_Vmovq_xmmm64_xmm,
+        Code::Movd_xmm_rm32 => Code::VEX_Vmovd_xmm_rm32,
+        Code::Movq_xmm_rm64 => Code::VEX_Vmovq_xmm_rm64,
+        Code::Movd_rm32_xmm => Code::VEX_Vmovd_rm32_xmm,
+        Code::Movq_rm64_xmm => Code::VEX_Vmovq_rm64_xmm,
         Code::Ucomiss_xmm_xmmm32 => Code::VEX_Vucomiss_xmm_xmmm32,
         Code::Ucomisd_xmm_xmmm64 => Code::VEX_Vucomisd_xmm_xmmm64,
+        Code::Comiss_xmm_xmmm32 => Code::VEX_Vcomiss_xmm_xmmm32,
+        Code::Comisd_xmm_xmmm64 => Code::VEX_Vcomisd_xmm_xmmm64,
+        Code::Cvttss2si_r32_xmmm32 => Code::VEX_Vcvttss2si_r32_xmmm32,
+        Code::Cvttss2si_r64_xmmm32 => Code::VEX_Vcvttss2si_r64_xmmm32,
+        Code::Cvttsd2si_r32_xmmm64 => Code::VEX_Vcvttsd2si_r32_xmmm64,
+        Code::Cvttsd2si_r64_xmmm64 => Code::VEX_Vcvttsd2si_r64_xmmm64,
         code => {
-            // Two operands, the first also a source: the VEX form names it twice.
             let vex = destructive(code)?;
             if ins.op0_kind() != OpKind::Register || ins.op1_kind() != OpKind::Register {
                 return None;
@@ -81,21 +96,43 @@ pub(crate) fn vex_form(ins: &Instruction) -> Option<Instruction> {
     Some(made)
 }
 
-/// The VEX form of the two-operand SSE arithmetic Cranelift emits without VEX: the
+/// The VEX form of the two-operand SSE instructions Cranelift emits without VEX: the
 /// sequence of a scalar `fmin`/`fmax` (`ucomiss`, then `andps`/`orps` for zeros of
-/// either sign, `addss` for a NaN, `minss`/`maxss`).
+/// either sign, `addss` for a NaN, `minss`/`maxss`), those of its conversions between
+/// floats and integers (`cvttss2si` with `subss` and `xorps` around it, `cvtsi2ss`), and
+/// the rest of the scalar and bitwise arithmetic, in case. The first operand is also a
+/// source: the VEX form names it twice.
 fn destructive(code: Code) -> Option<Code> {
     Some(match code {
         Code::Addss_xmm_xmmm32 => Code::VEX_Vaddss_xmm_xmm_xmmm32,
         Code::Addsd_xmm_xmmm64 => Code::VEX_Vaddsd_xmm_xmm_xmmm64,
+        Code::Subss_xmm_xmmm32 => Code::VEX_Vsubss_xmm_xmm_xmmm32,
+        Code::Subsd_xmm_xmmm64 => Code::VEX_Vsubsd_xmm_xmm_xmmm64,
+        Code::Mulss_xmm_xmmm32 => Code::VEX_Vmulss_xmm_xmm_xmmm32,
+        Code::Mulsd_xmm_xmmm64 => Code::VEX_Vmulsd_xmm_xmm_xmmm64,
+        Code::Divss_xmm_xmmm32 => Code::VEX_Vdivss_xmm_xmm_xmmm32,
+        Code::Divsd_xmm_xmmm64 => Code::VEX_Vdivsd_xmm_xmm_xmmm64,
+        Code::Sqrtss_xmm_xmmm32 => Code::VEX_Vsqrtss_xmm_xmm_xmmm32,
+        Code::Sqrtsd_xmm_xmmm64 => Code::VEX_Vsqrtsd_xmm_xmm_xmmm64,
         Code::Minss_xmm_xmmm32 => Code::VEX_Vminss_xmm_xmm_xmmm32,
         Code::Minsd_xmm_xmmm64 => Code::VEX_Vminsd_xmm_xmm_xmmm64,
         Code::Maxss_xmm_xmmm32 => Code::VEX_Vmaxss_xmm_xmm_xmmm32,
         Code::Maxsd_xmm_xmmm64 => Code::VEX_Vmaxsd_xmm_xmm_xmmm64,
         Code::Andps_xmm_xmmm128 => Code::VEX_Vandps_xmm_xmm_xmmm128,
         Code::Andpd_xmm_xmmm128 => Code::VEX_Vandpd_xmm_xmm_xmmm128,
+        Code::Andnps_xmm_xmmm128 => Code::VEX_Vandnps_xmm_xmm_xmmm128,
+        Code::Andnpd_xmm_xmmm128 => Code::VEX_Vandnpd_xmm_xmm_xmmm128,
         Code::Orps_xmm_xmmm128 => Code::VEX_Vorps_xmm_xmm_xmmm128,
         Code::Orpd_xmm_xmmm128 => Code::VEX_Vorpd_xmm_xmm_xmmm128,
+        Code::Xorps_xmm_xmmm128 => Code::VEX_Vxorps_xmm_xmm_xmmm128,
+        Code::Xorpd_xmm_xmmm128 => Code::VEX_Vxorpd_xmm_xmm_xmmm128,
+        Code::Pxor_xmm_xmmm128 => Code::VEX_Vpxor_xmm_xmm_xmmm128,
+        Code::Cvtss2sd_xmm_xmmm32 => Code::VEX_Vcvtss2sd_xmm_xmm_xmmm32,
+        Code::Cvtsd2ss_xmm_xmmm64 => Code::VEX_Vcvtsd2ss_xmm_xmm_xmmm64,
+        Code::Cvtsi2ss_xmm_rm32 => Code::VEX_Vcvtsi2ss_xmm_xmm_rm32,
+        Code::Cvtsi2ss_xmm_rm64 => Code::VEX_Vcvtsi2ss_xmm_xmm_rm64,
+        Code::Cvtsi2sd_xmm_rm32 => Code::VEX_Vcvtsi2sd_xmm_xmm_rm32,
+        Code::Cvtsi2sd_xmm_rm64 => Code::VEX_Vcvtsi2sd_xmm_xmm_rm64,
         _ => return None,
     })
 }
@@ -158,6 +195,27 @@ mod tests {
         // movdqa %xmm11,%xmm3 (REX.B: the three-byte VEX prefix).
         let (_, b, _) = round_trip(&[0x66, 0x41, 0x0f, 0x6f, 0xdb]);
         assert_eq!(b, "vmovdqa %xmm11,%xmm3");
+        // The register forms of the store opcode (0F 11), whose destination is the r/m
+        // operand: movss %xmm2,%xmm3 and movsd %xmm0,%xmm1.
+        assert_eq!(round_trip(&[0xf3, 0x0f, 0x11, 0xd3]).1, "vmovss %xmm2,%xmm3,%xmm3");
+        assert_eq!(round_trip(&[0xf2, 0x0f, 0x11, 0xc1]).1, "vmovsd %xmm0,%xmm1,%xmm1");
+    }
+
+    /// Cranelift's conversions between floats and integers (`fcvt_to_sint_sat`,
+    /// `fcvt_from_uint`).
+    #[test]
+    fn the_sse_of_conversions_takes_its_vex_forms() {
+        let cases: [(&[u8], &str); 6] = [
+            (&[0xf3, 0x44, 0x0f, 0x2c, 0xd3], "vcvttss2si %xmm3,%r10d"),
+            (&[0x66, 0x0f, 0x57, 0xc0], "vxorpd %xmm0,%xmm0,%xmm0"),
+            (&[0x66, 0x41, 0x0f, 0x6e, 0xe2], "vmovd %r10d,%xmm4"),
+            (&[0xf3, 0x0f, 0x5c, 0xc4], "vsubss %xmm4,%xmm0,%xmm0"),
+            (&[0xf3, 0x49, 0x0f, 0x2a, 0xf0], "vcvtsi2ss %r8,%xmm6,%xmm6"),
+            (&[0x66, 0x0f, 0x2e, 0xc1], "vucomisd %xmm1,%xmm0"),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(round_trip(bytes).1, want, "{bytes:02x?}");
+        }
     }
 
     /// Cranelift's sequence of a scalar `fmax`, as in TensorRT-LLM's `max(var, 0)`.

@@ -16,9 +16,10 @@
 //! - inside the code of wide loops (their source location), lane-wise register-to-register
 //!   instructions ([`LANE_WISE`]), broadcasts of a scalar (`vbroadcastss`), and the moves
 //!   between vector registers that Cranelift's register allocator inserts, which it
-//!   encodes without VEX ([`LEGACY_MOVES`]: encoded again as moves of the whole register,
-//!   in place where a VEX move has the same length, else with the function encoded again
-//!   as module `evex` does, everything after the longer move moved);
+//!   encodes without VEX ([`LEGACY_MOVES`]: where the proof needs them, encoded again as
+//!   moves of the whole register, in place where a VEX move has the same length, else with
+//!   the function encoded again as module `evex` does, everything after the longer move
+//!   moved);
 //! - the placeholders of module `wide`'s lane-group extractions (`wide::leave`), found by
 //!   their form alone, since nothing else emits them: `vroundps xmm, xmm, 3` (`trunc`)
 //!   becomes `vextractf128 xmm, ymm, 1` (in place, the same length) or `vextractf32x4
@@ -41,9 +42,9 @@
 //! The code leaves the high halves of `ymm` registers set, which makes every SSE
 //! instruction run later wait to merge them: the runtime clears them (`vzeroupper`) when
 //! a kernel returns, the helpers kernels call clear them on entry
-//! (`lnc_runtime::clear_upper_vector_state`), and the SSE moves Cranelift leaves in the
-//! kernel (outside the wide loops, or not needed by the proof) are encoded again with VEX
-//! here (module `vex`).
+//! (`lnc_runtime::clear_upper_vector_state`), and the SSE instructions Cranelift leaves
+//! in the kernel (moves the proof does not need, spills, reloads, scalar min, max and
+//! conversions) are encoded again with VEX here (module `vex`).
 
 use cranelift_codegen::MachTrap;
 use iced_x86::{Decoder, DecoderOptions, EncodingKind, FlowControl, Instruction, Mnemonic, OpKind, Register};
@@ -299,10 +300,9 @@ pub(crate) fn patch(
     for d in insts.iter_mut().filter(|d| d.kind == Kind::Other && in_span(d.at)) {
         d.kind = unmarked_kind(code, &d.ins, zmm);
     }
-    // Moves are rewritten only when the proof needs them: a function that widens without
-    // them keeps the code Cranelift laid out. When it does, all are; but in 256 bits a move
-    // without a VEX form of its length has the whole function encoded again, so each such
-    // move stays as it is if the proof holds without it.
+    // Moves are rewritten as moves of the whole register only when the proof needs them;
+    // then all are. Those it does not need are SSE instructions like any other, encoded
+    // again below in their 128-bit VEX forms.
     let moves: Vec<usize> = (0..insts.len()).filter(|&i| insts[i].kind == Kind::Move).collect();
     for &i in &moves {
         insts[i].kind = Kind::Other;
@@ -310,14 +310,6 @@ pub(crate) fn patch(
     if !moves.is_empty() && proven(&insts, zmm).is_err() {
         for &i in &moves {
             insts[i].kind = Kind::Move;
-        }
-        let grown: Vec<usize> =
-            moves.iter().copied().filter(|&i| !zmm && vex_move(&insts[i].ins).is_none()).collect();
-        for i in grown {
-            insts[i].kind = Kind::Other;
-            if proven(&insts, zmm).is_err() {
-                insts[i].kind = Kind::Move;
-            }
         }
     }
     proven(&insts, zmm)?;
@@ -385,10 +377,10 @@ pub(crate) fn patch(
             .ok_or_else(|| Unproven(format!("the bf16 store at {at:#x} has no register dying there")))?;
         through_register.insert(i, packed);
     }
-    // In place, each instruction its own length; unless a move has no VEX form of its
-    // length (`movaps xmm1, xmm0`: 3 bytes), or an `fp16` store goes through its register,
-    // and the function is encoded again as in 512 bits, everything after the longer
-    // instructions moved.
+    // In place, each instruction its own length; unless a move or an SSE instruction has
+    // no VEX form of its length (`movaps xmm1, xmm0`: 3 bytes), or an `fp16` or `bf16`
+    // store goes through a register, and the function is encoded again as in 512 bits,
+    // everything after the longer instructions moved.
     if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none())
         || !through_register.is_empty()
         || sse.values().any(|&(_, in_place)| !in_place)
@@ -417,8 +409,13 @@ pub(crate) fn patch(
         match d.kind {
             Kind::Other => {
                 if let Some((made, _)) = sse.get(&i) {
-                    let bytes = encode_in_place(made)
-                        .ok_or_else(|| Unproven(format!("the move at {:#x} has no VEX form", d.at)))?;
+                    let bytes =
+                        encode_in_place(made).filter(|b| b.len() == d.ins.len()).ok_or_else(|| {
+                            Unproven(format!(
+                                "the SSE instruction at {:#x} has no VEX form of its length",
+                                d.at
+                            ))
+                        })?;
                     code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
                 }
                 continue;
@@ -1157,6 +1154,23 @@ mod tests {
         (code, r)
     }
 
+    /// [`run_in`] with what [`patch`] reports besides its count.
+    fn run_outcome(pieces: &[(&[u8], Option<u8>)], zmm: bool) -> (Vec<u8>, Result<u32, Unproven>, Outcome) {
+        let mut code: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
+        let mut traps = Vec::new();
+        let mut at = 0;
+        for &(bytes, mark) in pieces {
+            if let Some(m) = mark {
+                traps.push(MachTrap { offset: at, code: TrapCode::user(m).expect("nonzero") });
+            }
+            at += bytes.len() as u32;
+        }
+        let spans = vec![(0, code.len())];
+        let mut out = Outcome::default();
+        let r = patch(&mut code, &traps, &spans, (1, 0), zmm, &mut [], &mut out);
+        (code, r, out)
+    }
+
     fn refused(pieces: &[(&[u8], Option<u8>)]) {
         let original: Vec<u8> = pieces.iter().flat_map(|p| p.0.iter().copied()).collect();
         let (code, r) = run(pieces, true, 1);
@@ -1767,18 +1781,18 @@ mod tests {
     }
 
     /// A move the proof does not need is encoded again as the 128-bit VEX move (module
-    /// `vex`), not as a move of the whole register; a needed one beside it becomes the
-    /// move of the whole register. Neither counts as an SSE move encoded again twice.
+    /// `vex`), not as a move of the whole register; when the proof needs one move, every
+    /// move becomes the move of the whole register. Neither counts as an SSE instruction
+    /// encoded again.
     #[test]
     fn moves_the_proof_does_not_need_take_their_128_bit_vex_forms() {
         let short: &[u8] = &[0x0f, 0x28, 0xd3]; // movaps xmm2, xmm3
         let vex_short: &[u8] = &[0xc5, 0xf8, 0x28, 0xd3]; // vmovaps xmm2, xmm3
-        let (code, r) = run_in(
+        let (code, r, out) = run_outcome(
             &[(LOAD, Some(LOAD_MARK)), (short, None), (STORE, Some(STORE_MARK)), (RET, None)],
-            true,
             false,
         );
-        assert_eq!(r, Ok(2));
+        assert_eq!((r, out.vex_encoded), (Ok(2), 1));
         // Encoded again (the move grew), the code is padded with `int3` to its alignment.
         let want = [&[0xc5, 0xfe, 0x6f, 0x07][..], vex_short, &[0xc5, 0xfc, 0x11, 0x06], RET].concat();
         assert_eq!(code[..want.len()], want);
@@ -1796,13 +1810,65 @@ mod tests {
             (RET, None),
         ];
         let before: Vec<u8> = program.iter().flat_map(|p| p.0.iter().copied()).collect();
-        let (code, r) = run_in(&program, true, false);
-        assert_eq!(r, Ok(3));
+        let (code, r, out) = run_outcome(&program, false);
+        assert_eq!((r, out.vex_encoded), (Ok(4), 0));
         assert_eq!(code[before.len()], RET[0], "encoded again, one byte longer");
         assert!(code[before.len() + 1..].iter().all(|&b| b == 0xcc));
-        assert_eq!(&code[8..12], vex_short);
+        assert_eq!(&code[8..12], &[0xc5, 0xfc, 0x28, 0xd3], "vmovaps ymm2, ymm3");
         let w = decode_at(&code[4..8]);
         assert_eq!((w.op_register(0), w.op_register(1)), (Register::YMM9, Register::YMM1), "{w}");
+    }
+
+    /// The instructions of `code` as text, up to its `ret`.
+    fn texts(code: &[u8]) -> Vec<String> {
+        use iced_x86::Formatter;
+        let mut f = iced_x86::GasFormatter::new();
+        f.options_mut().set_uppercase_hex(false);
+        let mut dec = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+        let mut out = Vec::new();
+        while dec.can_decode() {
+            let ins = dec.decode();
+            let mut t = String::new();
+            f.format(&ins, &mut t);
+            out.push(t);
+            if ins.mnemonic() == Mnemonic::Ret {
+                break;
+            }
+        }
+        out
+    }
+
+    /// SSE instructions the proof has no use for take their VEX forms in 256 and 512 bits:
+    /// a reload of the same length in place (the function keeps its layout in 256 bits),
+    /// a `movaps` one byte longer and a `maxss` with the function encoded again. The
+    /// count of widened instructions leaves them out.
+    #[test]
+    fn sse_instructions_take_their_vex_forms_in_place_or_encoded_again() {
+        let reload: &[u8] = &[0xf3, 0x0f, 0x6f, 0xac, 0x24, 0x90, 0, 0, 0]; // movdqu 0x90(%rsp),%xmm5
+        let movaps: &[u8] = &[0x0f, 0x28, 0xe5]; // movaps %xmm5,%xmm4
+        let maxss: &[u8] = &[0xf3, 0x0f, 0x5f, 0xe5]; // maxss %xmm5,%xmm4
+        for zmm in [false, true] {
+            let program = [(LOAD, Some(LOAD_MARK)), (reload, None), (STORE, Some(STORE_MARK)), (RET, None)];
+            let (code, r, out) = run_outcome(&program, zmm);
+            assert_eq!((r, out.vex_encoded), (Ok(2), 1), "zmm {zmm}");
+            assert_eq!(texts(&code)[1], "vmovdqu 0x90(%rsp),%xmm5", "zmm {zmm}");
+            if !zmm {
+                assert_eq!(code.len(), 18, "in place");
+            }
+            let program = [
+                (LOAD, Some(LOAD_MARK)),
+                (movaps, None),
+                (maxss, None),
+                (STORE, Some(STORE_MARK)),
+                (RET, None),
+            ];
+            let (code, r, out) = run_outcome(&program, zmm);
+            assert_eq!((r, out.vex_encoded), (Ok(2), 2), "zmm {zmm}");
+            let t = texts(&code);
+            assert_eq!(t[1..3], ["vmovaps %xmm5,%xmm4", "vmaxss %xmm5,%xmm4,%xmm4"], "zmm {zmm}");
+            let wide = if zmm { "%zmm0" } else { "%ymm0" };
+            assert!(t[0].ends_with(wide) && t[3].contains(wide), "zmm {zmm}: {t:?}");
+        }
     }
 
     /// Encoded again around a grown move (256 bits) or everything (512): a conditional
