@@ -1349,12 +1349,13 @@ def casts(X, Y, I, U, F, N, K, BLOCK: tl.constexpr):
 "#;
 
 /// Code with wide loops has no SSE instruction left (lnc-clif's `vex`): Cranelift's
-/// register moves, its `select` of floats (a jump over a `movaps`), its spills and reloads
-/// of vector registers, its sequence of a scalar `fmax` and those of its conversions are
-/// encoded again with VEX. The seed's three kernels, TensorRT-LLM's layer norm with the
-/// difference of squares (`max(var, 0)`) and ttnn's post-all-gather kernel, in fp32, fp16
-/// and bf16, and [`CASTS`] in fp32, checked and not; the seed forward's `select(N < BLOCK_SIZE,
-/// …)` is one of them, and the half kernels spill vector registers.
+/// register moves, its `select` of floats (a jump over a `movaps`), its spills and
+/// reloads of vector registers, its sequence of a scalar `fmax` and those of its
+/// conversions are encoded again with VEX. The seed's three kernels, TensorRT-LLM's layer
+/// norm with the difference of squares (`max(var, 0)`) and ttnn's post-all-gather kernel,
+/// in fp32, fp16 and bf16, and [`CASTS`] in fp32, checked and not; the seed forward's
+/// `select(N < BLOCK_SIZE, …)` is one of them, and the half kernels spill vector
+/// registers.
 #[test]
 fn no_sse_instruction_is_left_in_code_with_wide_loops() {
     if !lnc::computes_wide() {

@@ -541,7 +541,7 @@ pub fn compile(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<CompiledK
             if outcome.vex_encoded > 0 {
                 asm.push_str(&format!(
                     "; {} SSE instructions that Cranelift encodes without VEX (register moves, spills, reloads, \
-                     a scalar min or max) are encoded again with VEX, whose high bits are zeroed: an SSE instruction \
+                     a scalar min, max or conversion) are encoded again with VEX, whose high bits are zeroed: an SSE instruction \
                      after wide code waits for the high halves (module vex)\n",
                     outcome.vex_encoded
                 ));

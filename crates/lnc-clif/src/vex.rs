@@ -1,20 +1,21 @@
 //! The SSE instructions Cranelift emits without VEX, encoded again with VEX in code that
 //! has wide loops (module `widen`).
 //!
-//! With AVX, Cranelift encodes its arithmetic with VEX but not every instruction on vector
-//! registers: its register-to-register moves (the register allocator's, and the one of a
-//! `select` of floats, which jumps over a move), its spills and reloads of vector
-//! registers (`movdqu`, `movss`), the sequence of a scalar `fmin`/`fmax` (`ucomiss`,
-//! `andps`, `orps`, `addss`, `maxss`), and those of its conversions between floats and
-//! integers (`cvttss2si`, `cvtsi2ss`, `subss`, `xorps`, `movd`) are SSE instructions. An SSE instruction
-//! keeps the bits of its destination above 128, so after code that left the high halves
-//! of `ymm` registers set (the wide loops) it waits for them. On Zen 3 the `movaps` of the
-//! seed forward's `select(N < BLOCK_SIZE, 0.0, -0.0)`, run once per row after the wide
-//! loops, made a program take 158-164 ns instead of 53 (rows of 8 elements, `BLOCK_SIZE`
-//! 1024, one thread, rows in the cache), and the forward at N = 768 and 1000 took
-//! 1.13-1.27 times as long in fp32, fp16 and bf16 (4096 rows, two threads, caches
-//! flushed, launches alternated); TensorRT-LLM's layer norm with the difference of
-//! squares, whose `max(var, 0)` is such a sequence, 1.05 times as long at N = 768-1024.
+//! With AVX, Cranelift encodes its arithmetic with VEX but not every instruction on
+//! vector registers: its register-to-register moves (the register allocator's, and the
+//! one of a `select` of floats, which jumps over a move), its spills and reloads of
+//! vector registers (`movdqu`, `movss`), the sequence of a scalar `fmin`/`fmax`
+//! (`ucomiss`, `andps`, `orps`, `addss`, `maxss`), and those of its conversions between
+//! floats and integers (`cvttss2si`, `cvtsi2ss`, `subss`, `xorps`, `movd`) are SSE
+//! instructions. An SSE instruction keeps the bits of its destination above 128, so after
+//! code that left the high halves of `ymm` registers set (the wide loops) it waits for
+//! them. On Zen 3 the `movaps` of the seed forward's `select(N < BLOCK_SIZE, 0.0, -0.0)`,
+//! run once per row after the wide loops, made a program take 158-164 ns instead of 53
+//! (rows of 8 elements, `BLOCK_SIZE` 1024, one thread, rows in the cache), and the
+//! forward at N = 768 and 1000 took 1.13-1.27 times as long in fp32, fp16 and bf16 (4096
+//! rows, two threads, caches flushed, launches alternated); TensorRT-LLM's layer norm
+//! with the difference of squares, whose `max(var, 0)` is such a sequence, 1.05 times as
+//! long at N = 768-1024.
 //!
 //! The VEX form of such an instruction does the same to the low 128 bits and zeroes the
 //! bits above, which Cranelift's code never reads. `widen`'s proof already takes a write
@@ -239,7 +240,7 @@ mod tests {
         for bytes in [
             &[0xc5, 0xf8, 0x28, 0xec][..],   // vmovaps %xmm4,%xmm5
             &[0x48, 0x89, 0xc8],             // mov %rcx,%rax
-            &[0x0f, 0x58, 0xc1],             // addps %xmm1,%xmm0: not an instruction Cranelift emits
+            &[0x0f, 0x58, 0xc1],             // addps %xmm1,%xmm0: not emitted by Cranelift
             &[0xf3, 0x0f, 0x58, 0x04, 0x24], // addss (%rsp),%xmm0: a memory source is not handled
         ] {
             let ins = Decoder::with_ip(64, bytes, 0, DecoderOptions::NONE).decode();

@@ -313,19 +313,19 @@ pub(crate) fn patch(
         }
     }
     proven(&insts, zmm)?;
-    // The SSE instructions left (module `vex`), each with its VEX form and whether that has
-    // its length.
-    let sse: std::collections::HashMap<usize, (Instruction, bool)> = insts
+    // The SSE instructions left (module `vex`), each with its VEX form, and that form's
+    // bytes where it has the instruction's length.
+    let sse: std::collections::HashMap<usize, (Instruction, Option<Vec<u8>>)> = insts
         .iter()
         .enumerate()
         .filter(|(_, d)| d.kind == Kind::Other)
         .filter_map(|(i, d)| {
             let made = crate::vex::vex_form(&d.ins)?;
-            Some((i, (made, encode_in_place(&made).is_some_and(|b| b.len() == d.ins.len()))))
+            Some((i, (made, encode_in_place(&made).filter(|b| b.len() == d.ins.len()))))
         })
         .collect();
     out.vex_encoded = sse.len() as u32;
-    let other = |i: usize| sse.get(&i).map(|&(made, _)| vec![made]).unwrap_or_default();
+    let other = |i: usize| sse.get(&i).map(|(made, _)| vec![*made]).unwrap_or_default();
     if zmm {
         let mut widened = Vec::with_capacity(insts.len());
         for (i, d) in insts.iter().enumerate() {
@@ -383,7 +383,7 @@ pub(crate) fn patch(
     // everything after the longer instructions moved.
     if insts.iter().any(|d| d.kind == Kind::Move && vex_move(&d.ins).is_none())
         || !through_register.is_empty()
-        || sse.values().any(|&(_, in_place)| !in_place)
+        || sse.values().any(|(_, in_place)| in_place.is_none())
     {
         let mut widened = Vec::with_capacity(insts.len());
         for (i, d) in insts.iter().enumerate() {
@@ -408,15 +408,9 @@ pub(crate) fn patch(
     for (i, d) in insts.iter().enumerate() {
         match d.kind {
             Kind::Other => {
-                if let Some((made, _)) = sse.get(&i) {
-                    let bytes =
-                        encode_in_place(made).filter(|b| b.len() == d.ins.len()).ok_or_else(|| {
-                            Unproven(format!(
-                                "the SSE instruction at {:#x} has no VEX form of its length",
-                                d.at
-                            ))
-                        })?;
-                    code[d.at..d.at + bytes.len()].copy_from_slice(&bytes);
+                // Each has its bytes: the function would have been encoded again otherwise.
+                if let Some((_, Some(bytes))) = sse.get(&i) {
+                    code[d.at..d.at + bytes.len()].copy_from_slice(bytes);
                 }
                 continue;
             }
@@ -1844,7 +1838,8 @@ mod tests {
     /// count of widened instructions leaves them out.
     #[test]
     fn sse_instructions_take_their_vex_forms_in_place_or_encoded_again() {
-        let reload: &[u8] = &[0xf3, 0x0f, 0x6f, 0xac, 0x24, 0x90, 0, 0, 0]; // movdqu 0x90(%rsp),%xmm5
+        // movdqu 0x90(%rsp),%xmm5
+        let reload: &[u8] = &[0xf3, 0x0f, 0x6f, 0xac, 0x24, 0x90, 0, 0, 0];
         let movaps: &[u8] = &[0x0f, 0x28, 0xe5]; // movaps %xmm5,%xmm4
         let maxss: &[u8] = &[0xf3, 0x0f, 0x5f, 0xe5]; // maxss %xmm5,%xmm4
         for zmm in [false, true] {
