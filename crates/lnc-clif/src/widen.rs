@@ -1813,25 +1813,6 @@ mod tests {
         assert_eq!((w.op_register(0), w.op_register(1)), (Register::YMM9, Register::YMM1), "{w}");
     }
 
-    /// The instructions of `code` as text, up to its `ret`.
-    fn texts(code: &[u8]) -> Vec<String> {
-        use iced_x86::Formatter;
-        let mut f = iced_x86::GasFormatter::new();
-        f.options_mut().set_uppercase_hex(false);
-        let mut dec = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
-        let mut out = Vec::new();
-        while dec.can_decode() {
-            let ins = dec.decode();
-            let mut t = String::new();
-            f.format(&ins, &mut t);
-            out.push(t);
-            if ins.mnemonic() == Mnemonic::Ret {
-                break;
-            }
-        }
-        out
-    }
-
     /// SSE instructions the proof has no use for take their VEX forms in 256 and 512 bits:
     /// a reload of the same length in place (the function keeps its layout in 256 bits),
     /// a `movaps` one byte longer and a `maxss` with the function encoded again. The
@@ -1846,7 +1827,7 @@ mod tests {
             let program = [(LOAD, Some(LOAD_MARK)), (reload, None), (STORE, Some(STORE_MARK)), (RET, None)];
             let (code, r, out) = run_outcome(&program, zmm);
             assert_eq!((r, out.vex_encoded), (Ok(2), 1), "zmm {zmm}");
-            assert_eq!(texts(&code)[1], "vmovdqu 0x90(%rsp),%xmm5", "zmm {zmm}");
+            assert_eq!(listed(&code)[1], "vmovdqu 0x90(%rsp),%xmm5", "zmm {zmm}");
             if !zmm {
                 assert_eq!(code.len(), 18, "in place");
             }
@@ -1859,7 +1840,7 @@ mod tests {
             ];
             let (code, r, out) = run_outcome(&program, zmm);
             assert_eq!((r, out.vex_encoded), (Ok(2), 2), "zmm {zmm}");
-            let t = texts(&code);
+            let t = listed(&code);
             assert_eq!(t[1..3], ["vmovaps %xmm5,%xmm4", "vmaxss %xmm5,%xmm4,%xmm4"], "zmm {zmm}");
             let wide = if zmm { "%zmm0" } else { "%ymm0" };
             assert!(t[0].ends_with(wide) && t[3].contains(wide), "zmm {zmm}: {t:?}");
