@@ -103,7 +103,7 @@ pub(crate) struct FunctionCx<'a, 'b> {
     pub(crate) folded: HashSet<lir::Inst>,
     /// The broadcast constants of the `bf16` stores of the wide loop being emitted
     /// (`wide::store_bf16`).
-    pub(crate) bf16_consts: Option<Vec<Value>>,
+    pub(crate) bf16_consts: Option<crate::wide::Bf16Consts>,
     /// `bf16` stores of 512-bit loops round with `vcvtneps2bf16` (`wide::store_bf16`).
     pub(crate) bf16_cvt: bool,
     /// Emitting the body of one of them.

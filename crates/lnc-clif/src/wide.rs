@@ -661,14 +661,18 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
     });
     fx.bf16_consts = None;
     if bf16_store && !fx.bf16_cvt {
-        let wanted: &[u32] = if fx.wide_per == ZMM_PER { &BF16_CONSTS } else { &BF16_BLEND_CONSTS };
-        let mut consts = Vec::with_capacity(wanted.len());
-        for &c in wanted {
+        let zmm = fx.wide_per == ZMM_PER;
+        let mut broadcast = |c: u32| {
             let bits = fx.bcx.ins().iconst(types::I32, i64::from(c));
             let s = fx.bcx.ins().bitcast(types::F32, crate::value::bitcast_flags(), bits);
             let part = broadcast_from_scratch(fx, s);
-            consts.push(fx.bcx.ins().bitcast(types::I32X4, crate::value::bitcast_flags(), part));
-        }
+            fx.bcx.ins().bitcast(types::I32X4, crate::value::bitcast_flags(), part)
+        };
+        // 512 bits pick the NaN lanes with integer code (`store_bf16`).
+        let absm = zmm.then(|| broadcast(0x7FFF_FFFF));
+        let [bias, one, quiet] = [0x7FFF, 1, 0x40].map(&mut broadcast);
+        let masks = absm.map(|absm| (absm, broadcast(0x7F80_0000)));
+        let consts = Bf16Consts { bias, one, quiet, masks };
         fx.bf16_consts = Some(consts);
     }
     let mut done = HashSet::new();
@@ -704,14 +708,17 @@ pub(crate) fn broadcast_constants(fx: &mut FunctionCx, l: lir::Inst) -> Result<(
 
 /// The `i32` constants [`store_bf16`] uses, broadcast in front of a wide loop with a
 /// `bf16` store (a constant vector would come from Cranelift's constant pool, 16 bytes:
-/// not widened): the magnitude mask, the rounding bias, one, the quiet bit (of the
-/// 16-bit result) and the infinity.
-const BF16_CONSTS: [u32; 5] = [0x7FFF_FFFF, 0x7FFF, 1, 0x40, 0x7F80_0000];
-
-/// The constants of [`store_bf16`] in 256-bit loops, which select the NaN lanes with a
-/// comparison and a blend (VEX forms, which write vector registers): the rounding bias,
-/// one and the quiet bit.
-const BF16_BLEND_CONSTS: [u32; 3] = [0x7FFF, 1, 0x40];
+/// not widened): the rounding bias (0x7FFF), one, the quiet bit of the 16-bit result
+/// (0x40), and in 512-bit loops, which select the NaN lanes with integer code, the
+/// magnitude mask and the infinity. 256-bit loops select them with a comparison and a
+/// blend (VEX forms, which write vector registers).
+#[derive(Clone, Copy)]
+pub(crate) struct Bf16Consts {
+    bias: Value,
+    one: Value,
+    quiet: Value,
+    masks: Option<(Value, Value)>,
+}
 
 /// Stores the `f32` lanes of wide part `v` rounded to `bf16` at `at + disp` (module
 /// `evex` makes the marked store a `vpmovdw`, module `widen` a pack in 256 bits;
@@ -738,15 +745,9 @@ fn store_bf16(
         b.ins().store(marked(mark), low, at, disp);
         return Ok(());
     }
-    let consts = fx
+    let Bf16Consts { bias, one, quiet, masks } = fx
         .bf16_consts
-        .clone()
         .ok_or_else(|| CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into()))?;
-    let ([bias, one, quiet], masks) = match consts[..] {
-        [bias, one, quiet] => ([bias, one, quiet], None),
-        [absm, bias, one, quiet, inf] => ([bias, one, quiet], Some((absm, inf))),
-        _ => return Err(CodegenError::InvalidIr("a bf16 store in a wide loop without its constants".into())),
-    };
     let b = &mut fx.bcx;
     let u = b.ins().bitcast(types::I32X4, flags, v);
     let hi = b.ins().ushr_imm_u(u, 16);

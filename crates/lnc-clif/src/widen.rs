@@ -455,7 +455,7 @@ fn f16_store_through_register(ins: &Instruction, streams: bool, into: Register) 
     {
         return None;
     }
-    let ymm = Register::try_from(Register::YMM0 as usize + src.number()).ok().filter(|r| r.is_ymm())?;
+    let ymm = ymm_of(src)?;
     let convert =
         Instruction::with3(Code::VEX_Vcvtps2ph_xmmm128_ymm_imm8, into, ymm, u32::from(ins.immediate8()))
             .ok()?;
@@ -484,7 +484,7 @@ fn bf16_store_through_register(ins: &Instruction, streams: bool, into: Register)
     {
         return None;
     }
-    let ymm = Register::try_from(Register::YMM0 as usize + src.number()).ok().filter(|r| r.is_ymm())?;
+    let ymm = ymm_of(src)?;
     let high = Instruction::with3(Code::VEX_Vextracti128_xmmm128_ymm_imm8, into, ymm, 1u32).ok()?;
     let pack = Instruction::with3(Code::VEX_Vpackusdw_xmm_xmm_xmmm128, into, src, into).ok()?;
     let store = store_xmm(ins, streams, into)?;
@@ -611,9 +611,12 @@ fn reencode(
 /// The `ymm` registers of the destination and the source of the move `ins` between `xmm`
 /// registers.
 fn ymm_operands(ins: &Instruction) -> Option<(Register, Register)> {
-    let ymm =
-        |r: Register| Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm());
-    Some((ymm(ins.op_register(0))?, ymm(ins.op_register(1))?))
+    Some((ymm_of(ins.op_register(0))?, ymm_of(ins.op_register(1))?))
+}
+
+/// The `ymm` register whose low half is vector register `r`.
+fn ymm_of(r: Register) -> Option<Register> {
+    Register::try_from(Register::YMM0 as usize + r.number()).ok().filter(|r| r.is_ymm())
 }
 
 /// The 256-bit VEX move of the whole register that the register-to-register move without

@@ -469,13 +469,14 @@ impl Machine<'_> {
                 for (k, (b, o)) in addrs.into_iter().enumerate() {
                     if !has_mask || int(lane(&a[3], k)) != 0 {
                         write(&mut self.bufs[b], o, lane(&a[2], k));
-                        let line = self.lines.entry((b, o * size / 64)).or_default();
+                        let key = (b, (o * size).div_euclid(64));
+                        let line = self.lines.entry(key).or_default();
                         if nt {
                             line.0 = true;
                         } else {
                             line.1 = true;
-                            if !self.owned.contains(&(b, o * size / 64)) {
-                                self.cold.insert((b, o * size / 64));
+                            if !self.owned.contains(&key) {
+                                self.cold.insert(key);
                             }
                         }
                         self.stored.insert((b, o), nt);
