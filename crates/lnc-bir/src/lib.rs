@@ -20,7 +20,8 @@
 //!
 //! The [`verify`] module lists the invariants; [`print`](mod@print) gives the text form used by the
 //! stage dumps and snapshots; [`interp`] executes a function and is the semantic definition
-//! the JIT is tested against; [`parse`] reads the text form back.
+//! the JIT is tested against; [`parse`] reads the text form back; [`reach`] proves, before a
+//! launch, that its accesses stay inside their buffers.
 #![deny(missing_docs)]
 
 pub mod builder;
@@ -29,6 +30,7 @@ pub mod ir;
 pub mod math;
 pub mod parse;
 pub mod print;
+pub mod reach;
 pub mod types;
 pub mod verify;
 

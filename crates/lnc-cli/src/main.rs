@@ -46,7 +46,8 @@ enum Command {
         /// Also print the block IR after each optimization pass.
         #[arg(long)]
         print_after_all: bool,
-        /// Emit code without bounds checks (what `launch_unchecked` runs).
+        /// Emit code without bounds checks (what `launch_unchecked` runs, and a safe launch
+        /// whose bounds lnc proves beforehand); the default is the bounds-checked code.
         #[arg(long)]
         unchecked: bool,
         #[command(flatten)]
@@ -97,7 +98,7 @@ struct LaunchArgs {
     /// in [0, 1), randn standard normal), or a literal.
     #[arg(long = "arg")]
     args: Vec<String>,
-    /// Skip bounds checks.
+    /// Skip bounds checks (a safe launch skips them too where it proves its bounds first).
     #[arg(long)]
     unchecked: bool,
     #[command(flatten)]
@@ -130,6 +131,10 @@ struct CodeArgs {
     /// `vcvtneps2bf16` (`CompileOptions::bf16_cvt`).
     #[arg(long)]
     no_bf16_cvt: bool,
+    /// Run every safe launch with bounds checks, without first trying to prove its bounds
+    /// (`CompileOptions::prove_bounds`).
+    #[arg(long)]
+    no_prove: bool,
 }
 
 impl CodeArgs {
@@ -140,6 +145,7 @@ impl CodeArgs {
         no_zmm: false,
         no_defer_stores: false,
         no_bf16_cvt: false,
+        no_prove: false,
     };
 }
 
@@ -211,6 +217,7 @@ fn load(file: &Path, code: &CodeArgs) -> Result<Module, Failure> {
         f16c: !code.no_f16c,
         defer_stores: !code.no_defer_stores,
         bf16_cvt: !code.no_bf16_cvt,
+        prove_bounds: !code.no_prove,
         ..Default::default()
     };
     let opts = if code.no_wide { opts.narrow() } else { opts };

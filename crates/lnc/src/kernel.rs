@@ -62,17 +62,23 @@ pub struct Kernel {
     params: Vec<RuntimeParam>,
     slots: usize,
     bir: lnc_bir::Function,
+    /// The loop IR of `code`.
     lir: lnc_lir::Function,
-    checked: lnc_clif::CompiledKernel,
-    /// The unchecked code, and the sites of its loop IR when it was tiled apart from `lir`
-    /// (an assert's fault names a site of the code that ran).
-    unchecked: OnceLock<(lnc_clif::CompiledKernel, Option<Vec<lnc_lir::Site>>)>,
-    /// How `unchecked` is compiled when first launched.
-    unchecked_options: lnc_clif::CodegenOptions,
-    /// The tiling of `unchecked`, used when it may differ from `lir`'s (a kernel with
-    /// atomics): without what safe launches need around spin locks
-    /// (`TileOptions::checked`).
-    unchecked_tiling: lnc_tile::TileOptions,
+    /// The code compiled with the kernel: unchecked when `reach` holds a proof (safe
+    /// launches it covers run it), else checked.
+    code: lnc_clif::CompiledKernel,
+    /// Whether `code` has bounds checks.
+    code_checked: bool,
+    /// The proof of safe launches' bounds (`CompileOptions::prove_bounds`), over `bir`.
+    reach: Option<lnc_bir::reach::Reach>,
+    /// The other variant (checked or not), compiled on first use, and the sites of its loop
+    /// IR when it was tiled apart from `lir` (a fault names a site of the code that ran).
+    other: OnceLock<(lnc_clif::CompiledKernel, Option<Vec<lnc_lir::Site>>)>,
+    /// How `other` is compiled.
+    other_options: lnc_clif::CodegenOptions,
+    /// The tiling of `lir`. A kernel whose programs synchronize is tiled apart for checked
+    /// and unchecked code (`TileOptions::checked`).
+    tiling: lnc_tile::TileOptions,
     programs: Programs,
     pool: Option<Arc<rayon::ThreadPool>>,
     timings: Timings,
@@ -90,14 +96,8 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     pub(crate) fn new(module: &Module, name: &str, signature: Signature, arts: Artifacts) -> Result<Kernel> {
-        let Artifacts { tile_opts, bir, lir, code, timings, warnings } = arts;
-        // Tiled for checked code, a kernel with atomics may differ from its unchecked code:
-        // stores deferred past a lock leave checks behind, and loads read before an atomic
-        // are kept for after it (`TileOptions::checked`). It is tiled again on the
-        // first unchecked launch, which compiles that code anyway: the safe launch's
-        // compile does not pay for it.
-        let unchecked_tiling = lnc_tile::TileOptions { checked: false, ..tile_opts };
-        let checked = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
+        let Artifacts { tile_opts, bir, lir, code, checked, reach, timings, warnings } = arts;
+        let code = code.ok_or_else(|| Error::Internal("pipeline produced no code".into()))?;
         let written: BTreeSet<u32> = written_slots(&lir);
         let programs = programs_of(&bir, &lir, module.jit.inner.options.group_programs);
         let params = bir
@@ -119,10 +119,12 @@ impl Kernel {
             slots,
             bir,
             lir,
-            checked,
-            unchecked: OnceLock::new(),
-            unchecked_options: pipeline::codegen_options(&module.jit.inner.options, false, false),
-            unchecked_tiling,
+            code,
+            code_checked: checked,
+            reach,
+            other: OnceLock::new(),
+            other_options: pipeline::codegen_options(&module.jit.inner.options, !checked, false),
+            tiling: tile_opts,
             programs,
             pool: module.jit.inner.pool.clone(),
             timings,
@@ -137,23 +139,25 @@ impl Kernel {
         self.programs
     }
 
-    /// The non-temporal stores in the code a safe launch runs: streaming stores of the
+    /// The non-temporal stores in the code compiled with the kernel (what a safe launch
+    /// runs: unchecked where the kernel has a proof of its bounds): streaming stores of the
     /// loop IR rewritten (`streamed`), and those left cached (`skipped`: an encoding the
     /// rewrite does not know). They run only when their loop's `stream_ok` holds.
     pub fn streaming_stores(&self) -> lnc_clif::Patched {
-        self.checked.patched()
+        self.code.patched()
     }
 
-    /// The prefetch instructions in the machine code of safe launches (lnc-tile's
+    /// The prefetch instructions in the machine code compiled with the kernel (lnc-tile's
     /// `prefetch` pass: the next program's rows, fetched during a second pass over a row).
     pub fn prefetches(&self) -> u32 {
-        self.checked.prefetches()
+        self.code.prefetches()
     }
 
-    /// The instructions of the loops computed in 256-bit vectors in the machine code of
-    /// safe launches ([`CompileOptions::wide`](crate::CompileOptions::wide)); 0 when none.
+    /// The instructions of the loops computed in 256-bit vectors in the machine code
+    /// compiled with the kernel ([`CompileOptions::wide`](crate::CompileOptions::wide)); 0
+    /// when none.
     pub fn widened_instructions(&self) -> u32 {
-        self.checked.widened()
+        self.code.widened()
     }
 
     /// Kernel name.
@@ -187,7 +191,9 @@ impl Kernel {
         &self.bir
     }
 
-    /// The loop IR.
+    /// The loop IR of the code compiled with the kernel: tiled for unchecked code when the
+    /// kernel has a proof of its bounds ([`Kernel::bounds_proved`]), else for checked code
+    /// (the two differ only around spin locks, `lnc_tile::TileOptions::checked`).
     pub fn lir(&self) -> &lnc_lir::Function {
         &self.lir
     }
@@ -197,9 +203,12 @@ impl Kernel {
         self.timings
     }
 
-    /// Runs the kernel on a grid with bounds-checked memory accesses: an access outside
-    /// the buffer a pointer derives from stops the launch with [`Error::OutOfBounds`].
-    /// `args` has one entry per runtime parameter ([`Kernel::params`]), in order.
+    /// Runs the kernel on a grid safely: an access outside the buffer a pointer derives
+    /// from stops the launch with [`Error::OutOfBounds`]. A launch whose bounds the kernel's
+    /// proof covers ([`Kernel::bounds_proved`]) runs the code without checks; the others run
+    /// the bounds-checked code, compiled on the first such launch if the kernel was compiled
+    /// without checks. `args` has one entry per runtime parameter ([`Kernel::params`]), in
+    /// order.
     pub fn launch<'a>(&self, grid: impl Into<Grid>, args: &[Arg<'a>]) -> Result<()> {
         self.run(grid.into(), args, true)
     }
@@ -221,41 +230,9 @@ impl Kernel {
         // unchecked code compiled on first use folds its constants so, whatever the
         // thread's floating-point control (`lnc_runtime::FpControl`).
         let _fp = lnc_runtime::FpControl::reset();
-        if args.len() != self.params.len() {
-            let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(self.launch_error(format!(
-                "expected {} arguments ({}), got {}",
-                self.params.len(),
-                names.join(", "),
-                args.len()
-            )));
-        }
-        let mut slots = vec![0u64; self.slots.max(1)];
-        let mut bounds = vec![Bounds::default(); self.slots.max(1)];
-        // Element offsets valid per slot, for error messages.
-        let mut valid = vec![(0i64, 0i64); self.slots.max(1)];
-        for (p, a) in self.params.iter().zip(args) {
-            let s = p.slot as usize;
-            slots[s] = self.encode(p, a, &mut bounds[s], &mut valid[s])?;
-        }
-        let (code, sites) = if checked {
-            (&self.checked, &self.lir.sites)
-        } else {
-            let (code, sites) = match self.unchecked.get() {
-                Some(c) => c,
-                None => {
-                    let c = if self.programs != Programs::Independent {
-                        let lir = lnc_tile::lower(&self.bir, &self.unchecked_tiling)
-                            .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
-                        (pipeline::codegen(&lir, &self.unchecked_options)?, Some(lir.sites))
-                    } else {
-                        (pipeline::codegen(&self.lir, &self.unchecked_options)?, None)
-                    };
-                    self.unchecked.get_or_init(|| c)
-                }
-            };
-            (code, sites.as_ref().unwrap_or(&self.lir.sites))
-        };
+        let (slots, bounds, valid) = self.encode_all(args)?;
+        let checked = checked && !self.proved(&slots, &bounds, grid);
+        let (code, sites) = self.variant(checked)?;
         // SAFETY: every pointer slot comes from a borrowed buffer that outlives the launch,
         // writable when the kernel writes through it, and its bounds describe that buffer;
         // checked code stays inside them, and unchecked code is the caller's promise
@@ -304,6 +281,68 @@ impl Kernel {
             }
             Err(e) => Err(self.launch_error(e.to_string())),
         }
+    }
+
+    /// The code with or without bounds checks, compiled on first use, and the sites of
+    /// its loop IR.
+    fn variant(&self, checked: bool) -> Result<(&lnc_clif::CompiledKernel, &[lnc_lir::Site])> {
+        if checked == self.code_checked {
+            return Ok((&self.code, &self.lir.sites));
+        }
+        let (code, sites) = match self.other.get() {
+            Some(c) => c,
+            None => {
+                let c = if self.programs != Programs::Independent {
+                    let tiling = lnc_tile::TileOptions { checked, ..self.tiling };
+                    let lir = lnc_tile::lower(&self.bir, &tiling)
+                        .map_err(|e| Error::source(&self.file, vec![e.to_diagnostic()]))?;
+                    (pipeline::codegen(&lir, &self.other_options)?, Some(lir.sites))
+                } else {
+                    (pipeline::codegen(&self.lir, &self.other_options)?, None)
+                };
+                self.other.get_or_init(|| c)
+            }
+        };
+        Ok((code, sites.as_deref().unwrap_or(&self.lir.sites)))
+    }
+
+    /// Whether the kernel's proof shows every access of a launch inside its buffer.
+    fn proved(&self, slots: &[u64], bounds: &[Bounds], grid: Grid) -> bool {
+        self.reach
+            .as_ref()
+            .is_some_and(|r| r.in_bounds(slots, |s| bounds.get(s as usize).map(|b| (b.lo, b.hi)), grid.0))
+    }
+
+    /// Whether a safe launch with these arguments runs the code without bounds checks: the
+    /// kernel's proof ([`CompileOptions::prove_bounds`](crate::CompileOptions::prove_bounds))
+    /// shows every access of every program inside its buffer. Arguments are checked as
+    /// a launch checks them.
+    pub fn bounds_proved<'a>(&self, grid: impl Into<Grid>, args: &[Arg<'a>]) -> Result<bool> {
+        let (slots, bounds, _) = self.encode_all(args)?;
+        Ok(self.proved(&slots, &bounds, grid.into()))
+    }
+
+    /// The ABI slots of a launch's arguments, the bounds of its buffers, and the element
+    /// offsets valid in each (for error messages).
+    #[allow(clippy::type_complexity)]
+    fn encode_all(&self, args: &[Arg<'_>]) -> Result<(Vec<u64>, Vec<Bounds>, Vec<(i64, i64)>)> {
+        if args.len() != self.params.len() {
+            let names: Vec<&str> = self.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(self.launch_error(format!(
+                "expected {} arguments ({}), got {}",
+                self.params.len(),
+                names.join(", "),
+                args.len()
+            )));
+        }
+        let n = self.slots.max(1);
+        let (mut slots, mut bounds, mut valid) =
+            (vec![0u64; n], vec![Bounds::default(); n], vec![(0i64, 0i64); n]);
+        for (p, a) in self.params.iter().zip(args) {
+            let s = p.slot as usize;
+            slots[s] = self.encode(p, a, &mut bounds[s], &mut valid[s])?;
+        }
+        Ok((slots, bounds, valid))
     }
 
     fn encode(
@@ -392,15 +431,7 @@ fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
 /// volatile loads), and whether only within groups of program ids (its locks are chosen
 /// by `program_id(0) % G`).
 fn programs_of(bir: &lnc_bir::Function, lir: &lnc_lir::Function, grouped: bool) -> Programs {
-    use lnc_lir::Opcode;
-    let mut atomics = false;
-    lir.walk(|i| {
-        atomics |= matches!(
-            lir.insts[i].opcode,
-            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
-        )
-    });
-    if !atomics {
+    if !pipeline::synchronizes(lir) {
         return Programs::Independent;
     }
     match lnc_tile::program_groups(bir).filter(|_| grouped).and_then(|g| u32::try_from(g).ok()) {

@@ -120,6 +120,7 @@ impl Module {
             &opts,
             &DumpRequest::default(),
             &mut Vec::new(),
+            true,
         )?;
         let kernel = Arc::new(Kernel::new(self, name, sig.clone(), arts)?);
         self.jit.inner.cache.lock().map_err(|_| poisoned())?.insert(key, kernel.clone());
@@ -144,7 +145,16 @@ impl Module {
     pub fn dump(&self, name: &str, signature: &str, req: &DumpRequest) -> Result<Vec<Dump>> {
         let sig = self.signature(name, signature)?;
         let mut dumps = Vec::new();
-        pipeline::compile(&self.file, &self.ast, name, &sig, &self.jit.inner.options, req, &mut dumps)?;
+        pipeline::compile(
+            &self.file,
+            &self.ast,
+            name,
+            &sig,
+            &self.jit.inner.options,
+            req,
+            &mut dumps,
+            false,
+        )?;
         Ok(dumps)
     }
 }

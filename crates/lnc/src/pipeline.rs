@@ -97,6 +97,15 @@ pub struct CompileOptions {
     /// loop is a register Cranelift may spill, which the widening cannot prove wide; see
     /// `lnc compile --emit asm`). The results are the same bits either way. Default: off.
     pub bcast_in_loop: bool,
+    /// Prove before each safe launch, from its grid, scalar arguments and buffer sizes,
+    /// that every access of every program stays inside its buffer (`lnc_bir::reach`), and
+    /// run the code without bounds checks when the proof holds. The kernel is then compiled
+    /// without checks, and the checked code only on the first safe launch the proof does
+    /// not cover (an access out of bounds, or an address computed from memory): that launch
+    /// fails, or runs, exactly as with checks. A kernel none of whose launches can be
+    /// proved (an address read from memory or carried around a loop) is compiled with
+    /// checks. Default: on.
+    pub prove_bounds: bool,
 }
 
 impl CompileOptions {
@@ -134,6 +143,7 @@ impl Default for CompileOptions {
             group_programs: true,
             bf16_cvt: true,
             bcast_in_loop: false,
+            prove_bounds: true,
         }
     }
 }
@@ -199,6 +209,11 @@ pub(crate) struct Artifacts {
     pub(crate) bir: lnc_bir::Function,
     pub(crate) lir: lnc_lir::Function,
     pub(crate) code: Option<lnc_clif::CompiledKernel>,
+    /// Whether `code` has bounds checks.
+    pub(crate) checked: bool,
+    /// The proof of safe launches' bounds over `bir` (`CompileOptions::prove_bounds`):
+    /// when there is one, `code` is unchecked.
+    pub(crate) reach: Option<lnc_bir::reach::Reach>,
     pub(crate) timings: Timings,
     pub(crate) warnings: Vec<lnc_diag::Diagnostic>,
 }
@@ -207,7 +222,10 @@ fn internal(stage: &str, e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("{stage} verifier failed:\n{e}"))
 }
 
-/// Runs the whole pipeline; the code is bounds-checked when `req.checked`.
+/// Runs the whole pipeline; the code is bounds-checked when `req.checked`, unless `prove`
+/// and the bounds of safe launches can be proved (`CompileOptions::prove_bounds`): then
+/// the code is unchecked and [`Artifacts::reach`] holds the proof.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn compile(
     file: &Arc<SourceFile>,
     ast: &ast::File,
@@ -216,6 +234,7 @@ pub(crate) fn compile(
     opts: &CompileOptions,
     req: &DumpRequest,
     dumps: &mut Vec<Dump>,
+    prove: bool,
 ) -> Result<Artifacts> {
     // Constant folding (here and in Cranelift) computes as the kernel would, whatever the
     // thread's floating-point control (`lnc_runtime::FpControl`).
@@ -261,14 +280,17 @@ pub(crate) fn compile(
     }
 
     let t = Instant::now();
-    let (mut lir, mut tile_opts) = tile(file, &bir, opts, !req.checked)?;
+    let reach =
+        if prove && req.checked && opts.prove_bounds { lnc_bir::reach::Reach::new(&bir) } else { None };
+    let checked = req.checked && reach.is_none();
+    let (mut lir, mut tile_opts) = tile(file, &bir, opts, !checked)?;
     timings.tile = t.elapsed();
     if opts.verify {
         lnc_lir::verify::verify(&lir).map_err(|e| internal("loop IR", e))?;
     }
 
     let emit_text = req.wants(Stage::Clif) || req.wants(Stage::Asm) || req.wants(Stage::Mc);
-    let cg_opts = codegen_options(opts, req.checked, emit_text);
+    let cg_opts = codegen_options(opts, checked, emit_text);
     let t = Instant::now();
     let mut code = codegen(&lir, &cg_opts)?;
     // Half rows kept in their loops may need the row helper after all, and the kernel is
@@ -313,7 +335,21 @@ pub(crate) fn compile(
             dumps.push(Dump { stage: Stage::Mc, pass: None, text: text.machine.clone() });
         }
     }
-    Ok(Artifacts { tile_opts, bir, lir, code: Some(code), timings, warnings })
+    Ok(Artifacts { tile_opts, bir, lir, code: Some(code), checked, reach, timings, warnings })
+}
+
+/// Whether programs of `lir` may wait for each other (atomics, volatile loads): its tiling
+/// then depends on whether the code is checked (`lnc_tile::TileOptions::checked`).
+pub(crate) fn synchronizes(lir: &lnc_lir::Function) -> bool {
+    use lnc_lir::Opcode;
+    let mut atomics = false;
+    lir.walk(|i| {
+        atomics |= matches!(
+            lir.insts[i].opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
+        )
+    });
+    atomics
 }
 
 /// Tiles `bir` with `opts`; `unchecked`: for code without bounds checks, which has no use

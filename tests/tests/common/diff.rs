@@ -345,15 +345,25 @@ impl Case {
 /// keep cached stores.)
 #[allow(dead_code)]
 pub fn streaming_jit() -> lnc::Jit {
-    lnc::Jit::with_options(lnc::CompileOptions { stream_threshold: 0, ..Default::default() })
+    lnc::Jit::with_options(streaming_options())
 }
 
-/// JITs launching on their own pools of 1 and 4 threads.
+fn streaming_options() -> lnc::CompileOptions {
+    lnc::CompileOptions { stream_threshold: 0, ..Default::default() }
+}
+
+/// JITs launching on their own pools of 1 and 4 threads. The one of 1 thread proves no
+/// launch's bounds (`CompileOptions::prove_bounds`): its safe launches run the checked
+/// code, which the others' run only where the proof fails.
 fn pools() -> &'static [lnc::Jit] {
     static POOLS: OnceLock<Vec<lnc::Jit>> = OnceLock::new();
     POOLS.get_or_init(|| {
-        let base = streaming_jit();
-        [1usize, 4].iter().map(|&n| base.with_threads(n).expect("thread pool")).collect()
+        let checked =
+            lnc::Jit::with_options(lnc::CompileOptions { prove_bounds: false, ..streaming_options() });
+        vec![
+            checked.with_threads(1).expect("thread pool"),
+            streaming_jit().with_threads(4).expect("thread pool"),
+        ]
     })
 }
 
@@ -379,10 +389,8 @@ pub fn run_jit_unlinted(module: &lnc::Module, case: &Case) -> Result<Vec<A>, lnc
     launch_case(&k, case)
 }
 
-fn launch_case(k: &lnc::Kernel, case: &Case) -> Result<Vec<A>, lnc::Error> {
-    let mut args = case.args.clone();
-    let launch: Vec<lnc::Arg<'_>> = args
-        .iter_mut()
+fn launch_args(args: &mut [A]) -> Vec<lnc::Arg<'_>> {
+    args.iter_mut()
         .map(|a| match a {
             A::Buf(d, off) => d.arg_mut(*off),
             A::I32(x) => (*x).into(),
@@ -393,10 +401,24 @@ fn launch_case(k: &lnc::Kernel, case: &Case) -> Result<Vec<A>, lnc::Error> {
             A::F64(x) => (*x).into(),
             A::Bool(x) => (*x).into(),
         })
-        .collect();
+        .collect()
+}
+
+fn launch_case(k: &lnc::Kernel, case: &Case) -> Result<Vec<A>, lnc::Error> {
+    let mut args = case.args.clone();
+    let launch = launch_args(&mut args);
     k.launch(case.grid, &launch)?;
     drop(launch);
     Ok(args)
+}
+
+/// Whether a safe launch of the case runs the code without bounds checks
+/// ([`lnc::Kernel::bounds_proved`]).
+#[allow(dead_code)]
+pub fn proved(module: &lnc::Module, case: &Case) -> Result<bool, lnc::Error> {
+    let k = module.kernel(&case.kernel, &case.sig)?;
+    let mut args = case.args.clone();
+    k.bounds_proved(case.grid, &launch_args(&mut args))
 }
 
 /// Runs the reference interpreter on the front end's block IR, on copies of the arguments.
@@ -485,8 +507,8 @@ pub fn compare(case: &Case, run: &str, jit: &[A], reference: &[A]) {
     }
 }
 
-/// Runs `case` through the JIT (on the module's own pool, then on pools of 1 and 4
-/// threads) and through the interpreter, compares every buffer, and returns the buffers of
+/// Runs `case` through the JIT (on the module's own pool, then on pools of 1 thread, with
+/// bounds-checked code, and 4 threads) and through the interpreter, compares every buffer, and returns the buffers of
 /// the first JIT run.
 #[track_caller]
 pub fn diff(module: &lnc::Module, case: &Case) -> Vec<A> {
@@ -516,7 +538,12 @@ fn diff_with(
     for (n, pool) in [1, 4].iter().zip(pools()) {
         let m = pool.module(module.file().name.clone(), module.file().text.clone()).expect("module parses");
         let out = jit(&m, case).unwrap_or_else(|e| panic!("{}: JIT on {n} threads: {e}", case.what()));
-        compare(case, &format!("JIT on {n} threads"), &out, &reference);
+        compare(
+            case,
+            &format!("JIT on {n} threads{}", if *n == 1 { ", checked" } else { "" }),
+            &out,
+            &reference,
+        );
     }
     first
 }
