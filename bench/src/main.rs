@@ -53,6 +53,11 @@ struct Opts {
     /// Launch lnc's kernels without bounds checks (`launch_unchecked`).
     #[arg(long)]
     unchecked: bool,
+    /// Run every safe launch with bounds checks, without first proving its bounds
+    /// (`CompileOptions::prove_bounds = false`): what a launch the proof does not cover
+    /// costs.
+    #[arg(long)]
+    no_prove: bool,
     /// The kernels' file (default: ../shared/seeds/triton_05_layer_norm.py, else
     /// examples/kernels/layer_norm.py).
     #[arg(long)]
@@ -137,9 +142,11 @@ struct Row {
     dwdb: Option<Times>,
     /// Backward only: the seed's algorithm (locked partial rows) written in Rust.
     rust_seed: Option<Times>,
-    /// Forward of bounds-checked runs: the same kernel launched without checks, and the
-    /// median over repetitions of checked time / unchecked time of the same repetition.
+    /// Forward of safe launches: the same kernel launched without checks, and the median
+    /// over repetitions of safe time / unchecked time of the same repetition.
     unchecked: Option<(Times, f64)>,
+    /// Forward: whether the safe launches were proved in bounds (and ran unchecked code).
+    proved: bool,
     /// Forward: the kernel compiled with 128-bit vectors only, and the median over
     /// repetitions of its time / lnc's time of the same repetition.
     narrow: Option<(Times, f64)>,
@@ -356,8 +363,14 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         launch(&copies[rep % copies.len()], M as u32, &args, unchecked)?;
         Ok::<f64, String>(t.elapsed().as_secs_f64())
     };
-    // Correctness, once, before timing: lnc checked launch against the baseline.
+    // Correctness, once, before timing: lnc's safe launch against the baseline.
     y_lnc.fill(f32::NAN);
+    let proved = k
+        .bounds_proved(
+            M as u32,
+            &lnc::args![x, &mut *y_lnc, &w, &b, &mut mean_l, &mut rstd_l, n as i32, n as i32, EPS],
+        )
+        .map_err(|e| e.to_string())?;
     k.launch(
         M as u32,
         &lnc::args![x, &mut *y_lnc, &w, &b, &mut mean_l, &mut rstd_l, n as i32, n as i32, EPS],
@@ -443,6 +456,7 @@ fn forward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize) -> Result<Row> {
         dwdb: None,
         rust_seed: None,
         unchecked,
+        proved,
         narrow,
         undeferred: None,
         ungrouped: None,
@@ -487,6 +501,33 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
     let (mut dw_l, mut db_l, mut dw_r, mut db_r) = (touched(n), touched(n), touched(n), touched(n));
     let dwdb_grid = n.div_ceil(128) as u32;
 
+    let proved = k_dx
+        .bounds_proved(
+            M as u32,
+            &lnc::args![
+                &mut *dx_lnc,
+                dy,
+                &mut pdw,
+                &mut pdb,
+                x,
+                &w,
+                &b,
+                &mean,
+                &rstd,
+                &mut locks,
+                n as i32,
+                n as i32,
+                EPS
+            ],
+        )
+        .and_then(|dx| {
+            let dwdb = k_dwdb.bounds_proved(
+                dwdb_grid,
+                &lnc::args![&pdw, &pdb, &mut dw_l, &mut db_l, group as i32, n as i32],
+            )?;
+            Ok(dx && dwdb)
+        })
+        .map_err(|e| e.to_string())?;
     // One lnc backward with dx kernel `k`: (total, dwdb alone).
     let mut run_lnc =
         |k: &Kernel, dx: &mut [f32], dw: &mut [f32], db: &mut [f32], unchecked: bool| -> Result<(f64, f64)> {
@@ -619,6 +660,7 @@ fn backward(ctx: &Ctx<'_>, buf: &mut Buffers, n: usize, copy: Times) -> Result<R
         dwdb: Some(Times::of(td)),
         rust_seed: Some(Times::of(ts)),
         unchecked: None,
+        proved,
         narrow: None,
         undeferred,
         ungrouped,
@@ -1182,7 +1224,13 @@ fn run(opts: Opts) -> Result<()> {
         machine,
         cpu_model().map(|m| format!(" ({m})")).unwrap_or_default(),
         if threads == 1 { "" } else { "s" },
-        if opts.unchecked { "unchecked" } else { "bounds-checked" }
+        if opts.unchecked {
+            "unchecked"
+        } else if opts.no_prove {
+            "safe, bounds-checked (--no-prove)"
+        } else {
+            "safe (proved in bounds before they run, else bounds-checked)"
+        }
     );
     println!("kernels: {}", path.display());
     let compile_opts = lnc::CompileOptions {
@@ -1190,6 +1238,7 @@ fn run(opts: Opts) -> Result<()> {
         f16c: !opts.no_f16c,
         defer_stores: !opts.no_defer_stores,
         group_programs: !opts.no_group_programs,
+        prove_bounds: !opts.no_prove,
         ..Default::default()
     };
     let compile_opts = if opts.no_wide { compile_opts.narrow() } else { compile_opts };
@@ -1318,12 +1367,34 @@ fn run(opts: Opts) -> Result<()> {
         &bwd,
         3.0,
     );
+    if !opts.unchecked {
+        for (what, rows) in [("forward", &fwd), ("backward", &bwd)] {
+            let proved: Vec<String> = rows.iter().filter(|r| r.proved).map(|r| r.n.to_string()).collect();
+            println!(
+                "safe launches of the {what} proved in bounds (running the unchecked code) at N = {}",
+                if proved.is_empty() { "none".to_string() } else { proved.join(", ") }
+            );
+        }
+    }
 
     if fwd.iter().any(|r| r.unchecked.is_some()) {
         print_paired(
-            &format!("cost of bounds checks on the forward, {tag}"),
-            "overhead = median over repetitions of checked/unchecked − 1",
-            ["checked ms", "unchecked ms", "overhead"],
+            &format!(
+                "cost of safe launches on the forward, {tag}: {}",
+                match fwd.iter().filter(|r| r.proved).count() {
+                    0 => "none proved in bounds, they run the bounds-checked code".to_string(),
+                    k if k == fwd.len() => {
+                        "all proved in bounds: they run the unchecked code (--no-prove: the checked code)"
+                            .to_string()
+                    }
+                    k => format!(
+                        "{k} of {} sizes proved in bounds (unchecked code), the others checked",
+                        fwd.len()
+                    ),
+                }
+            ),
+            "overhead = median over repetitions of safe/unchecked − 1",
+            ["safe ms", "unchecked ms", "overhead"],
             &fwd,
             |r| r.unchecked,
         );
