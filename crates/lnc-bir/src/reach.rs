@@ -121,7 +121,7 @@ enum Step {
         iv: Reg,
         lb: Reg,
         ub: Reg,
-        step: i64,
+        step: i128,
         d: DType,
         end: u32,
     },
@@ -190,10 +190,11 @@ impl Reach {
                     None => (out, Av::Unknown),
                 },
                 Step::Ptr { out, slot } => (out, Av::Ptr(slot, 0, 0)),
-                Step::Pid { out, axis } => (out, Av::Int(0, i128::from(grid[axis as usize]) - 1)),
+                // Both are `i32` in the code: a larger grid wraps them (launches refuse one).
+                Step::Pid { out, axis } => (out, fit(DType::I32, 0, i128::from(grid[axis as usize]) - 1)),
                 Step::Programs { out, axis } => {
                     let n = i128::from(grid[axis as usize]);
-                    (out, Av::Int(n, n))
+                    (out, fit(DType::I32, n, n))
                 }
                 Step::Copy { out, a } => (out, get(a)),
                 Step::Join { out, a, b } => (out, join(get(a), get(b))),
@@ -227,7 +228,7 @@ impl Reach {
                         r[iv as usize] = Av::Unknown;
                         continue;
                     };
-                    let s = i128::from(step);
+                    let s = step;
                     // The last index run, exactly where `lb` is known: the one of `lb`'s
                     // residue below `ub`.
                     let v = if step > 0 {
@@ -460,10 +461,10 @@ impl Build<'_> {
             Opcode::For => {
                 let iv = d.regions[0].args[0];
                 let at = self.steps.len();
-                let step = const_int(f, d.args[2]);
+                let dt = f.ty(iv).elem.dtype();
+                let step = const_int(f, d.args[2]).map(|k| decode(k as u64, dt));
                 let bounded = match (self.get(d.args[0]), self.get(d.args[1]), step) {
                     (Some(lb), Some(ub), Some(step)) => {
-                        let dt = f.ty(iv).elem.dtype();
                         self.push(Some(iv), Step::For { iv: 0, lb, ub, step, d: dt, end: 0 });
                         true
                     }
@@ -511,8 +512,10 @@ impl Build<'_> {
         }
         let known = |b: &Self, k: usize| arg(k).and_then(|v| b.get(v));
         let step = match d.opcode {
+            // A constant holds the bits of its dtype in 64 (a `u64` above 2^63 looks
+            // negative): its value is read as an argument's is.
             Opcode::Const(Const::Int(k)) => {
-                let k = if dt == DType::I1 { i128::from(k != 0) } else { i128::from(k) };
+                let k = if dt == DType::I1 { i128::from(k != 0) } else { decode(k as u64, dt) };
                 Some(Step::Set { out: 0, lo: k, hi: k })
             }
             Opcode::ProgramId(axis) => Some(Step::Pid { out: 0, axis }),

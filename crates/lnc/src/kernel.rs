@@ -230,6 +230,7 @@ impl Kernel {
         // unchecked code compiled on first use folds its constants so, whatever the
         // thread's floating-point control (`lnc_runtime::FpControl`).
         let _fp = lnc_runtime::FpControl::reset();
+        self.check_grid(grid)?;
         let (slots, bounds, valid) = self.encode_all(args)?;
         let checked = checked && !self.proved(&slots, &bounds, grid);
         let (code, sites) = self.variant(checked)?;
@@ -318,8 +319,23 @@ impl Kernel {
     /// shows every access of every program inside its buffer. Arguments are checked as
     /// a launch checks them.
     pub fn bounds_proved<'a>(&self, grid: impl Into<Grid>, args: &[Arg<'a>]) -> Result<bool> {
+        let grid = grid.into();
+        self.check_grid(grid)?;
         let (slots, bounds, _) = self.encode_all(args)?;
-        Ok(self.proved(&slots, &bounds, grid.into()))
+        Ok(self.proved(&slots, &bounds, grid))
+    }
+
+    /// Program ids and grid sizes are `i32` in the code, as in Triton: a larger axis would
+    /// wrap them.
+    fn check_grid(&self, grid: Grid) -> Result<()> {
+        match grid.0.iter().position(|&n| i32::try_from(n).is_err()) {
+            Some(axis) => Err(self.launch_error(format!(
+                "grid axis {axis} has {} programs; program ids are `i32`: at most {}",
+                grid.0[axis],
+                i32::MAX
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The ABI slots of a launch's arguments, the bounds of its buffers, and the element
