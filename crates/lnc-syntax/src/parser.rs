@@ -40,39 +40,21 @@ static EOF: Token = Token { kind: TokenKind::EndMarker, span: Span { start: 0, e
 /// parser resumes at the next top-level statement), plus indentation errors found while
 /// skipping host code.
 pub fn parse_tokens(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
-    with_parser_stack(|| parse_module(src, tokens))
+    parse_module(src, tokens)
 }
 
-/// Stack for the parser: unoptimised builds spend about 16 KiB of stack per bracket
-/// level, so the [`lexer::MAX_BRACKET_DEPTH`] levels allowed need more than the 2 MiB
-/// that test and worker threads get by default.
-const PARSER_STACK: usize = 32 << 20;
+/// Stack the parser must have left before it goes one level deeper (`stacker`): between
+/// two such checks unoptimised builds spend about 16 KiB (one bracket level).
+const RED_ZONE: usize = 128 << 10;
 
-/// Runs `f` on a thread with [`PARSER_STACK`] bytes of stack (on this one if no thread
-/// can be spawned), so that the depth limits hold whatever thread the caller is on.
-fn with_parser_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    let job = std::sync::Mutex::new(Some(f));
-    let run = || job.lock().ok().and_then(|mut j| j.take()).map(|f| f());
-    let spawned = std::thread::scope(|s| {
-        let handle = std::thread::Builder::new()
-            .name("lnc-parser".into())
-            .stack_size(PARSER_STACK)
-            .spawn_scoped(s, run)
-            .ok()?;
-        match handle.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    });
-    match spawned {
-        Some(r) => r,
-        None => match run() {
-            Some(r) => r,
-            // The job is taken only by a thread that ran it to completion or panicked,
-            // and a panic was re-raised above.
-            None => unreachable!("parser job ran without a result"),
-        },
-    }
+/// Stack `stacker` allocates when less than [`RED_ZONE`] is left.
+const STACK_SEGMENT: usize = 2 << 20;
+
+/// Runs `f`, on a new stack segment if this one is nearly used up, so that the depth
+/// limits hold whatever thread the parser runs on (test and worker threads have 2 MiB).
+/// A thread of its own for every parse cost about 0.2 ms, half the parse of the seed file.
+fn grow<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, f)
 }
 
 fn parse_module(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
@@ -111,7 +93,7 @@ fn parse_module(src: &str, tokens: &[Token]) -> (File, Vec<Diagnostic>) {
 /// tools; kernels go through [`crate::parse_file`].
 pub fn parse_expression(src: &str) -> Result<Expr, Vec<Diagnostic>> {
     let tokens = lexer::tokenize(src).map_err(|d| vec![d])?;
-    with_parser_stack(|| {
+    grow(|| {
         let mut p = Parser::new(src, &tokens);
         let result = p.star_expressions().and_then(|e| {
             if matches!(p.kind(), TokenKind::Newline) {
@@ -606,7 +588,7 @@ impl<'a> Parser<'a> {
 
     fn statement(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
         self.enter()?;
-        let r = self.statement_inner(out);
+        let r = grow(|| self.statement_inner(out));
         self.depth -= 1;
         r
     }
@@ -1010,7 +992,7 @@ impl<'a> Parser<'a> {
 
     fn test(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let r = self.test_inner();
+        let r = grow(|| self.test_inner());
         self.depth -= 1;
         r
     }
@@ -1088,7 +1070,7 @@ impl<'a> Parser<'a> {
         }
         self.enter()?;
         let start = self.bump().span;
-        let operand = self.not_test();
+        let operand = grow(|| self.not_test());
         self.depth -= 1;
         let operand = operand?;
         Ok(Expr {
@@ -1149,7 +1131,7 @@ impl<'a> Parser<'a> {
             self.enter()?;
             nested += 1;
             self.bump();
-            let rhs = self.binary(prec + 1)?;
+            let rhs = grow(|| self.binary(prec + 1))?;
             lhs = Expr {
                 kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
                 span: self.since(start),
@@ -1168,7 +1150,7 @@ impl<'a> Parser<'a> {
         };
         self.enter()?;
         let start = self.bump().span;
-        let operand = self.unary();
+        let operand = grow(|| self.unary());
         self.depth -= 1;
         let operand = operand?;
         Ok(Expr { kind: ExprKind::Unary { op, operand: Box::new(operand) }, span: self.since(start) })
@@ -1183,7 +1165,7 @@ impl<'a> Parser<'a> {
             return Ok(base);
         }
         self.enter()?;
-        let exp = self.unary();
+        let exp = grow(|| self.unary());
         self.depth -= 1;
         let exp = exp?;
         Ok(Expr {
