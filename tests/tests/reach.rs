@@ -226,6 +226,24 @@ def branch_loop(X, N, K):
             tl.store(X + i, 1.0)
     else:
         tl.store(X + pid - K, 2.0)
+
+@triton.jit
+def grid_stride(X, Y, N, BLOCK: tl.constexpr):
+    for start in range(tl.program_id(0) * BLOCK, N, tl.num_programs(0) * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < N) * 2.0, mask=offs < N)
+
+
+@triton.jit
+def runtime_step(X, Y, lo, hi, S):
+    for i in range(lo, hi, S):
+        tl.store(Y + i, tl.load(X + i) + 1.0)
+
+@triton.jit
+def per_program_step(Y, lo, hi):
+    # -1 in program 0, 1 in program 1: a step of either sign.
+    for i in range(lo, hi, 2 * tl.program_id(0) - 1):
+        tl.store(Y + i, 1.0)
 "#;
 
 /// A length near `need`: short by up to 2, exact, or longer.
@@ -723,4 +741,45 @@ fn half_seed_kernels_are_proved_on_exact_buffers_only() {
     let module = seed_module(&jit);
     run::<half::f16>(&module);
     run::<half::bf16>(&module);
+}
+
+/// Loops whose step is known only at launch: a grid-stride loop (`num_programs(0)`) and a
+/// step passed as an argument, of either sign.
+#[test]
+fn proofs_agree_with_the_interpreter_on_runtime_steps() {
+    let jit = lnc::Jit::new();
+    let m = module(&jit);
+    let t = sound(&m, 60, |rng| {
+        let (n, grid) = (rng.random_range(0..300i64), rng.random_range(1..5u32));
+        Case::new(
+            "grid_stride",
+            "*fp32,*fp32,i32,32",
+            grid,
+            vec![near_buf(rng, n), near_buf(rng, n), A::I32(n as i32)],
+        )
+    });
+    assert!(t.proved >= 15 && t.out_of_bounds >= 15, "grid_stride: {t:?}");
+    let t = sound(&m, 60, |rng| {
+        let step = [-3i64, -2, -1, 1, 2, 3][rng.random_range(0..6)];
+        let (a, b) = (rng.random_range(-2..30i64), rng.random_range(-2..30i64));
+        let (lo, hi) = if step > 0 { (a.min(b), a.max(b)) } else { (a.max(b), a.min(b)) };
+        let need = lo.max(hi) + 1;
+        let args = vec![
+            near_buf(rng, need),
+            near_buf(rng, need),
+            A::I32(lo as i32),
+            A::I32(hi as i32),
+            A::I32(step as i32),
+        ];
+        Case::new("runtime_step", "*fp32,*fp32,i32,i32,i32", 1u32, args)
+    });
+    assert!(t.proved >= 10 && t.out_of_bounds >= 10, "runtime_step: {t:?}");
+    // A step that may be of either sign bounds no index: proved only on one program.
+    let t = sound(&m, 40, |rng| {
+        let (lo, hi, grid) =
+            (rng.random_range(-2..20i64), rng.random_range(-2..20i64), rng.random_range(1..3u32));
+        let args = vec![near_buf(rng, lo.max(hi) + 1), A::I32(lo as i32), A::I32(hi as i32)];
+        Case::new("per_program_step", "*fp32,i32,i32", grid, args)
+    });
+    assert!(t.proved >= 3 && t.out_of_bounds >= 5, "per_program_step: {t:?}");
 }

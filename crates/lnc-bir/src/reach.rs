@@ -13,7 +13,8 @@
 //!
 //! Sound by construction, not exact:
 //! - `program_id(a)` ranges over the whole grid axis, a loop index over the values it takes
-//!   in `[lb, ub)`;
+//!   in `[lb, ub)` (a step known only as an interval, such as `num_programs(0)` in a
+//!   grid-stride loop, must not change sign);
 //! - both branches of an `if` are taken, a `select` joins its two sides;
 //! - an integer result whose exact interval does not fit its type (it may wrap) is
 //!   unknown, as is everything computed from memory (loads, atomics) or carried around a
@@ -121,7 +122,7 @@ enum Step {
         iv: Reg,
         lb: Reg,
         ub: Reg,
-        step: i128,
+        step: Reg,
         d: DType,
         end: u32,
     },
@@ -224,28 +225,30 @@ impl Reach {
                     (out, v)
                 }
                 Step::For { iv, lb, ub, step, d, end } => {
-                    let (Av::Int(lb0, lb1), Av::Int(ub0, ub1)) = (get(lb), get(ub)) else {
+                    let (Av::Int(lb0, lb1), Av::Int(ub0, ub1), Av::Int(s0, s1)) =
+                        (get(lb), get(ub), get(step))
+                    else {
                         r[iv as usize] = Av::Unknown;
                         continue;
                     };
-                    let s = step;
-                    // The last index run, exactly where `lb` is known: the one of `lb`'s
-                    // residue below `ub`.
-                    let v = if step > 0 {
+                    // The last index run, exactly where `lb` and the step are known: the
+                    // one of `lb`'s residue below `ub`.
+                    let exact = lb0 == lb1 && s0 == s1;
+                    let v = if s0 > 0 {
                         if lb0 >= ub1 {
                             pc = end as usize;
                             continue;
                         }
-                        let last = if lb0 == lb1 { lb0 + (ub1 - lb0 - 1) / s * s } else { ub1 - 1 };
+                        let last = if exact { lb0 + (ub1 - lb0 - 1) / s0 * s0 } else { ub1 - 1 };
                         // An increment past the type's largest value would wrap and run on.
-                        fit(d, lb0, last + s).then_int(lb0, last)
-                    } else if step < 0 {
+                        fit(d, lb0, last + s1).then_int(lb0, last)
+                    } else if s1 < 0 {
                         if lb1 <= ub0 {
                             pc = end as usize;
                             continue;
                         }
-                        let last = if lb0 == lb1 { lb1 - (lb1 - ub0 - 1) / -s * -s } else { ub0 + 1 };
-                        fit(d, last + s, lb1).then_int(last, lb1)
+                        let last = if exact { lb1 - (lb1 - ub0 - 1) / -s0 * -s0 } else { ub0 + 1 };
+                        fit(d, last + s0, lb1).then_int(last, lb1)
                     } else {
                         Av::Unknown
                     };
@@ -462,8 +465,7 @@ impl Build<'_> {
                 let iv = d.regions[0].args[0];
                 let at = self.steps.len();
                 let dt = f.ty(iv).elem.dtype();
-                let step = const_int(f, d.args[2]).map(|k| decode(k as u64, dt));
-                let bounded = match (self.get(d.args[0]), self.get(d.args[1]), step) {
+                let bounded = match (self.get(d.args[0]), self.get(d.args[1]), self.get(d.args[2])) {
                     (Some(lb), Some(ub), Some(step)) => {
                         self.push(Some(iv), Step::For { iv: 0, lb, ub, step, d: dt, end: 0 });
                         true
@@ -715,17 +717,6 @@ impl Build<'_> {
     }
 }
 
-/// The integer constant `v` is, if it is one.
-fn const_int(f: &Function, v: Value) -> Option<i64> {
-    match f.values[v].def {
-        ValueDef::Result(i, _) => match f.inst(i).opcode {
-            Opcode::Const(Const::Int(k)) => Some(k),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 fn out_mut(s: &mut Step) -> Option<&mut Reg> {
     match s {
         Step::Set { out, .. }
@@ -774,9 +765,10 @@ fn map_inputs(s: &mut Step, m: &mut impl FnMut(Reg) -> Reg) {
             *a = m(*a);
             *bound = m(*bound);
         }
-        Step::For { lb, ub, .. } => {
+        Step::For { lb, ub, step, .. } => {
             *lb = m(*lb);
             *ub = m(*ub);
+            *step = m(*step);
         }
         Step::Access { p, .. } => *p = m(*p),
     }
