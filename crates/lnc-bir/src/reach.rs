@@ -240,7 +240,8 @@ impl Reach {
                             continue;
                         }
                         let last = if exact { lb0 + (ub1 - lb0 - 1) / s0 * s0 } else { ub1 - 1 };
-                        // An increment past the type's largest value would wrap and run on.
+                        // The code steps the index without wrapping (lnc-clif's
+                        // `induction.rs`); the proof does not rely on it.
                         fit(d, lb0, last + s1).then_int(lb0, last)
                     } else if s1 < 0 {
                         if lb1 <= ub0 {
@@ -298,8 +299,11 @@ fn map_int(a: Av, f: impl Fn(i128, i128) -> Av) -> Av {
 }
 
 /// The value an argument slot holds as dtype `d`: its low bits, sign- or zero-extended,
-/// as the kernel reads them.
+/// as the kernel reads them (`int1`: whether any bit is set).
 fn decode(raw: u64, d: DType) -> i128 {
+    if d == DType::I1 {
+        return i128::from(raw != 0);
+    }
     let bits = d.bits();
     let low = if bits >= 64 { raw } else { raw & ((1u64 << bits) - 1) };
     if d.is_signed() && (low >> (bits - 1)) & 1 == 1 {

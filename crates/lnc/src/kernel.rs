@@ -227,7 +227,7 @@ impl Kernel {
 
     fn run(&self, grid: Grid, args: &[Arg<'_>], checked: bool) -> Result<()> {
         // Scalar arguments convert (`f64` to `fp32`, say) as the kernel computes, and the
-        // unchecked code compiled on first use folds its constants so, whatever the
+        // code compiled on first use (`variant`) folds its constants so, whatever the
         // thread's floating-point control (`lnc_runtime::FpControl`).
         let _fp = lnc_runtime::FpControl::reset();
         self.check_grid(grid)?;
@@ -236,8 +236,9 @@ impl Kernel {
         let (code, sites) = self.variant(checked)?;
         // SAFETY: every pointer slot comes from a borrowed buffer that outlives the launch,
         // writable when the kernel writes through it, and its bounds describe that buffer;
-        // checked code stays inside them, and unchecked code is the caller's promise
-        // (`launch_unchecked` is unsafe).
+        // checked code stays inside them, and unchecked code runs on the caller's promise
+        // (`launch_unchecked` is unsafe) or on the kernel's proof that every access of this
+        // launch is inside them (`proved`).
         let result = unsafe {
             lnc_runtime::launch(
                 code.entry(),
