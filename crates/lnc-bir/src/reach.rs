@@ -407,6 +407,9 @@ fn low_zeros_mask(m: i128, d: DType) -> Option<u32> {
         return None;
     }
     let pattern = (m as u128) & (u128::MAX >> (128 - bits));
+    if pattern == 0 {
+        return None;
+    }
     let k = pattern.trailing_zeros();
     let ones_above = (u128::MAX >> (128 - bits)) >> k << k;
     (k > 0 && k < bits && pattern == ones_above).then_some(k)
