@@ -464,13 +464,13 @@ fn what_cannot_be_proved_runs_checked() {
 }
 
 /// Launches `k` safely on `bufs` (by index, shortened by one element where `short` says)
-/// followed by `scalars`; returns whether it was proved and what the launch gave.
-fn launch_short(
+/// followed by `tail`; returns whether it was proved and what the launch gave.
+fn launch_short<'a>(
     k: &lnc::Kernel,
     grid: u32,
-    bufs: &mut [Vec<f32>],
+    bufs: &'a mut [Vec<f32>],
     short: Option<usize>,
-    scalars: impl Fn() -> Vec<lnc::Arg<'static>>,
+    tail: Vec<lnc::Arg<'a>>,
 ) -> (bool, lnc::Result<()>) {
     let mut args: Vec<lnc::Arg<'_>> = bufs
         .iter_mut()
@@ -480,7 +480,7 @@ fn launch_short(
             lnc::Arg::from(&mut b[..len])
         })
         .collect();
-    args.extend(scalars());
+    args.extend(tail);
     let proved = k.bounds_proved(grid, &args).unwrap_or_else(|e| panic!("{e}"));
     (proved, k.launch(grid, &args))
 }
@@ -504,11 +504,11 @@ fn seed_kernels_are_proved_on_exact_buffers_only() {
         let mut bufs = vec![randn(&mut rng, m * n, 0.5, 1.0), vec![0.0; m * n], randn(&mut rng, n, 1.0, 0.1)];
         bufs.extend([randn(&mut rng, n, 0.0, 0.1), vec![0.0; m], vec![0.0; m]]);
         let scalars = || vec![lnc::Arg::from(n as i32), lnc::Arg::from(n as i32), lnc::Arg::from(1e-5f32)];
-        let (proved, run) = launch_short(&fwd, m as u32, &mut bufs, None, scalars);
+        let (proved, run) = launch_short(&fwd, m as u32, &mut bufs, None, scalars());
         assert!(proved, "forward {m}x{n}");
         run.unwrap_or_else(|e| panic!("{e}"));
         for (i, name) in names.iter().enumerate() {
-            let (proved, run) = launch_short(&fwd, m as u32, &mut bufs, Some(i), scalars);
+            let (proved, run) = launch_short(&fwd, m as u32, &mut bufs, Some(i), scalars());
             assert!(!proved, "forward {m}x{n}, {name} short");
             match run {
                 Err(lnc::Error::OutOfBounds(e)) => assert_eq!(e.param, *name),
@@ -534,22 +534,13 @@ fn seed_kernels_are_proved_on_exact_buffers_only() {
         bufs.extend([randn(&mut rng, m, 0.0, 0.1), randn(&mut rng, m, 1.0, 0.1)]);
         for short in std::iter::once(None).chain((0..names.len()).map(Some)) {
             let mut locks = vec![0i32; 2 * group];
-            let mut args: Vec<lnc::Arg<'_>> = bufs
-                .iter_mut()
-                .enumerate()
-                .map(|(i, b)| {
-                    let len = b.len() - usize::from(short == Some(i));
-                    lnc::Arg::from(&mut b[..len])
-                })
-                .collect();
-            args.extend([
+            let tail = vec![
                 lnc::Arg::from(&mut locks[..]),
                 lnc::Arg::from(n as i32),
                 lnc::Arg::from(n as i32),
                 lnc::Arg::from(1e-5f32),
-            ]);
-            let proved = dx.bounds_proved(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
-            let run = dx.launch(m as u32, &args);
+            ];
+            let (proved, run) = launch_short(&dx, m as u32, &mut bufs, short, tail);
             match short {
                 None => {
                     assert!(proved, "dx {m}x{n}");
@@ -582,11 +573,11 @@ fn seed_kernels_are_proved_on_exact_buffers_only() {
         ];
         let scalars = || vec![lnc::Arg::from(group as i32), lnc::Arg::from(n as i32)];
         let grid = n.div_ceil(128) as u32;
-        let (proved, run) = launch_short(&dwdb, grid, &mut bufs, None, scalars);
+        let (proved, run) = launch_short(&dwdb, grid, &mut bufs, None, scalars());
         assert!(proved, "dwdb {group}x{n}");
         run.unwrap_or_else(|e| panic!("{e}"));
         for (i, name) in names.iter().enumerate() {
-            let (proved, run) = launch_short(&dwdb, grid, &mut bufs, Some(i), scalars);
+            let (proved, run) = launch_short(&dwdb, grid, &mut bufs, Some(i), scalars());
             assert!(!proved, "dwdb {group}x{n}, {name} short");
             match run {
                 Err(lnc::Error::OutOfBounds(e)) => assert_eq!(e.param, *name),

@@ -448,7 +448,15 @@ fn encode_scalar(d: DType, s: Scalar) -> Option<u64> {
 /// volatile loads), and whether only within groups of program ids (its locks are chosen
 /// by `program_id(0) % G`).
 fn programs_of(bir: &lnc_bir::Function, lir: &lnc_lir::Function, grouped: bool) -> Programs {
-    if !pipeline::synchronizes(lir) {
+    use lnc_lir::Opcode;
+    let mut atomics = false;
+    lir.walk(|i| {
+        atomics |= matches!(
+            lir.insts[i].opcode,
+            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
+        )
+    });
+    if !atomics {
         return Programs::Independent;
     }
     match lnc_tile::program_groups(bir).filter(|_| grouped).and_then(|g| u32::try_from(g).ok()) {

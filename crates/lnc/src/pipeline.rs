@@ -338,20 +338,6 @@ pub(crate) fn compile(
     Ok(Artifacts { tile_opts, bir, lir, code: Some(code), checked, reach, timings, warnings })
 }
 
-/// Whether programs of `lir` may wait for each other (atomics, volatile loads): its tiling
-/// then depends on whether the code is checked (`lnc_tile::TileOptions::checked`).
-pub(crate) fn synchronizes(lir: &lnc_lir::Function) -> bool {
-    use lnc_lir::Opcode;
-    let mut atomics = false;
-    lir.walk(|i| {
-        atomics |= matches!(
-            lir.insts[i].opcode,
-            Opcode::Atomic { .. } | Opcode::AtomicCas { .. } | Opcode::Load { volatile: true, .. }
-        )
-    });
-    atomics
-}
-
 /// Tiles `bir` with `opts`; `unchecked`: for code without bounds checks, which has no use
 /// for the checks a deferred store leaves where it was (`CompileOptions::defer_stores`).
 /// Returns the loop IR and the tiling options used, lanes decided.
