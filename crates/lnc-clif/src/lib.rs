@@ -359,11 +359,62 @@ fn cranelift_error(e: impl std::fmt::Display) -> CodegenError {
     CodegenError::Cranelift(e.to_string())
 }
 
+/// A Cranelift context taken from this thread's pool, given back cleared when dropped.
+///
+/// A context keeps its allocations across functions, the register allocator's among them,
+/// and Cranelift's docs ask for one to be reused "to avoid needless allocator thrashing":
+/// with a new one per compile, `malloc` and `free` took a tenth of a cold compile of the
+/// seed's dx kernel. Nothing of one function survives `Context::clear` but capacity.
+struct PooledContext(cranelift_codegen::Context);
+
+thread_local! {
+    static CONTEXTS: std::cell::RefCell<Vec<cranelift_codegen::Context>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Contexts a thread keeps: one per compile in progress on it (a refused widening compiles
+/// the kernel again while its first context is alive), and no more, so that a thread that
+/// once compiled a huge kernel does not hold several contexts' worth of its memory.
+const POOLED_CONTEXTS: usize = 2;
+
+impl PooledContext {
+    fn take() -> Self {
+        PooledContext(CONTEXTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(cranelift_codegen::Context::new))
+    }
+}
+
+impl Drop for PooledContext {
+    fn drop(&mut self) {
+        // An empty context allocates nothing.
+        let mut ctx = std::mem::replace(&mut self.0, cranelift_codegen::Context::new());
+        ctx.clear();
+        CONTEXTS.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOLED_CONTEXTS {
+                p.push(ctx);
+            }
+        });
+    }
+}
+
+impl std::ops::Deref for PooledContext {
+    type Target = cranelift_codegen::Context;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for PooledContext {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
 /// A kernel function declared and translated, not yet compiled.
 struct Translated {
     module: JITModule,
     id: cranelift_module::FuncId,
-    ctx: cranelift_codegen::Context,
+    ctx: PooledContext,
     scratch_bytes: usize,
     /// Marked stores of wide parts emitted (module `wide`).
     wide_stores: u32,
@@ -380,7 +431,7 @@ fn translate(f: &lnc_lir::Function, opts: &CodegenOptions) -> Result<Translated,
     sig.returns.push(AbiParam::new(types::I32));
     let name = if f.name.is_empty() { "kernel" } else { &f.name };
     let id = module.declare_function(name, Linkage::Local, &sig).map_err(cranelift_error)?;
-    let mut ctx = module.make_context();
+    let mut ctx = PooledContext::take();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     let (scratch_bytes, wide_stores, wide_extracts) = base::codegen_fn(&mut module, &mut ctx.func, f, opts)?;
