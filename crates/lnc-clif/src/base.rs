@@ -1078,7 +1078,17 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         Stepping::Checked => (lb, None),
         _ => (extend_to_i64(fx, d, lb), Some(extend_to_i64(fx, d, ub))),
     };
-    let entry_vals = [&[lb_body][..], &init].concat();
+    // The bound enters the loop as a block parameter of its own, passed around unchanged:
+    // regalloc2 otherwise splits the long live range of a bound computed once for several
+    // loops (the seed forward's first two) and keeps it in a stack slot inside them, with a
+    // reload, a store and a jump more every iteration. A parameter is a value of the loop
+    // alone. Cranelift removes a parameter that every edge passes unchanged before its
+    // egraph pass, which is why the back edge passes `bor(p, p)`: the egraph folds it to `p`
+    // after, leaving no move.
+    if ub64.is_some() {
+        fx.bcx.append_block_param(body, types::I64);
+    }
+    let entry_vals = [&[lb_body][..], &init, ub64.as_slice()].concat();
     // A loop with streaming stores runs in two copies, chosen once on entry by its
     // `stream_ok` flag: `body` streams, `cached` does not.
     let versions = match region.insts.iter().find_map(|&i| f.insts[i].stream_flag()) {
@@ -1372,6 +1382,8 @@ fn for_body(
     let next = yielded(next?, "a for body")?;
     let next =
         if wide { wide_args(fx, &carried_tys, &next)? } else { canonical_args(fx, &carried_tys, &next)? };
+    // The bound's own parameter (`codegen_for`), last.
+    let ub64 = ub64.and_then(|_| fx.bcx.block_params(body).last().copied());
     let (iv_next, again) = match (stepping, ub64) {
         (Stepping::Wide(s), Some(ub64)) => {
             let next = fx.bcx.ins().iadd_imm_s(param, s);
@@ -1402,7 +1414,8 @@ fn for_body(
             (next, again)
         }
     };
-    let body_args = block_args(&[&[iv_next][..], &next].concat());
+    let kept = ub64.map(|u| fx.bcx.ins().bor(u, u));
+    let body_args = block_args(&[&[iv_next][..], &next, kept.as_slice()].concat());
     fx.bcx.ins().brif(again, body, &body_args, exit, &block_args(&next));
     Ok(())
 }
