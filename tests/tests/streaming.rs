@@ -117,3 +117,60 @@ fn backward_dx_streams_the_same_results() {
     // The dx of every row depends on no other row: equal bits, whatever the lock order.
     assert!(dx.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "dx differs");
 }
+
+/// Rows 16 bytes past a 32-byte boundary (as large `Vec`s are) and on one: the forward's
+/// 256-bit output loop streams the first in a copy of 128-bit code, whose 16-byte
+/// non-temporal stores they are aligned for (lnc-clif's `codegen_for`), whole rows when
+/// no later loop writes them (the `stream` pass). Every offset of `Y` from 0 to 7 elements
+/// past a 32-byte boundary, checked and unchecked: the bits of cached stores, every
+/// element written and nothing around the rows.
+#[test]
+fn rows_off_32_bytes_stream_the_bits_of_cached_stores() {
+    let (streaming, cached) = (module_with(0), module_with(u64::MAX));
+    let mut rng = rng();
+    for (m, n) in [(9usize, 1024usize), (7, 2048), (5, 1000), (3, 4100)] {
+        let sig = format!("*fp32,*fp32,*fp32,*fp32,*fp32,*fp32,i32,i32,fp32,{}", n.next_power_of_two());
+        let x = randn(&mut rng, m * n, -2.3, 0.5);
+        let w = randn(&mut rng, n, 1.0, 0.3);
+        let b = randn(&mut rng, n, 0.0, 0.5);
+        let (ry, _, _) = layer_norm_ref(&x, &w, &b, n, 1e-5);
+        let run = |module: &lnc::Module, off: usize, checked: bool| {
+            let k = module.kernel(FWD, &sig).unwrap_or_else(|e| panic!("{e}"));
+            let mut buf = vec![f32::NAN; m * n + 16];
+            let base = (8 - (buf.as_ptr() as usize % 32) / 4) % 8;
+            let at = base + off;
+            let (mut mean, mut rstd) = (vec![f32::NAN; m], vec![f32::NAN; m]);
+            let args = [
+                lnc::Arg::at(&x, 0),
+                lnc::Arg::at_mut(&mut buf, at),
+                lnc::Arg::at(&w, 0),
+                lnc::Arg::at(&b, 0),
+                lnc::Arg::at_mut(&mut mean, 0),
+                lnc::Arg::at_mut(&mut rstd, 0),
+                (n as i32).into(),
+                (n as i32).into(),
+                1e-5f32.into(),
+            ];
+            if checked {
+                k.launch(m as u32, &args).unwrap_or_else(|e| panic!("{e}"));
+            } else {
+                // SAFETY: every buffer holds the rows the kernel touches.
+                unsafe { k.launch_unchecked(m as u32, &args) }.unwrap_or_else(|e| panic!("{e}"));
+            }
+            let what = format!("{m}x{n}, Y {off} elements past 32 bytes, checked {checked}");
+            assert!(buf[..at].iter().all(|v| v.is_nan()), "{what}: written before Y");
+            assert!(buf[at + m * n..].iter().all(|v| v.is_nan()), "{what}: written after Y");
+            (k.streaming_stores().streamed, buf[at..at + m * n].to_vec())
+        };
+        for off in 0..8 {
+            for checked in [true, false] {
+                let what = format!("{m}x{n}, Y {off} elements past 32 bytes, checked {checked}");
+                let ((streamed, y), (none, want)) =
+                    (run(&streaming, off, checked), run(&cached, off, checked));
+                assert!(streamed > 0 && none == 0, "{what}: streams only when allowed: {streamed}, {none}");
+                assert_close(&format!("y ({what})"), &y, &ry, 1e-5, 1e-5);
+                assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{what}: y differs");
+            }
+        }
+    }
+}
