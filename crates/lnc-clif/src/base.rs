@@ -1118,53 +1118,21 @@ fn codegen_for(fx: &mut FunctionCx, inst: lir::Inst) -> Result<(), CodegenError>
         fx.bcx.switch_to_block(dispatch);
         let params = block_args(fx.bcx.block_params(dispatch));
         // A wide loop's non-temporal stores write 32 bytes, which must be aligned: a row
-        // whose first streamed store is not (16 bytes past, as `stream_ok` allows) runs a
-        // third copy of the loop in 128-bit code, whose 16-byte non-temporal stores it is
-        // aligned for, where the loop carries nothing (an output pass) and steps over two
-        // parts or more (the `stream` pass streams such rows whole counting on it); any
-        // other loop's row takes the cached copy.
-        let whole_step =
-            lnc_lir::ranges::const_int(f, data.args[2]).is_some_and(|s| s >= 2 * i64::from(fx.wide_per));
-        let narrow = (wide && carried_tys.is_empty() && whole_step).then(|| {
-            let narrow = fx.bcx.create_block();
-            let unaligned = fx.bcx.create_block();
-            for &p in fx.bcx.block_params(dispatch).to_vec().iter() {
-                let t = fx.bcx.func.dfg.value_type(p);
-                fx.bcx.append_block_param(narrow, t);
-                fx.bcx.append_block_param(unaligned, t);
-            }
-            (narrow, unaligned)
-        });
-        let streams = flag;
+        // whose first streamed store is not (16 bytes past, as `stream_ok` allows) takes
+        // the cached copy. (The `stream` pass streams rows of 32-byte tiles whole only
+        // from a 32-byte boundary; rows 16 bytes past one stream their whole lines.)
         let flag = if wide {
             let aligned = crate::wide::streams_aligned(fx, inst, lb)?;
             fx.bcx.ins().band(flag, aligned)
         } else {
             flag
         };
-        let otherwise = narrow.map_or(cached, |(_, unaligned)| unaligned);
-        fx.bcx.ins().brif(flag, body, &params, otherwise, &params);
+        fx.bcx.ins().brif(flag, body, &params, cached, &params);
         fx.streaming = true;
         let streamed = for_body(fx, inst, body, exit, (stepping, ub64));
         fx.streaming = false;
         streamed?;
         for_body(fx, inst, cached, exit, (stepping, ub64))?;
-        if let Some((narrow, unaligned)) = narrow {
-            fx.bcx.switch_to_block(unaligned);
-            let params = block_args(fx.bcx.block_params(unaligned));
-            fx.bcx.ins().brif(streams, narrow, &params, cached, &params);
-            // Emitted as the loop of a kernel without wide loops: outside the wide loop's
-            // source location, so that module `widen` leaves it as it is.
-            let here = fx.bcx.srcloc();
-            fx.bcx.set_srcloc(srcloc);
-            fx.wide_loops.remove(&inst);
-            fx.streaming = true;
-            let streamed = for_body(fx, inst, narrow, exit, (stepping, ub64));
-            fx.streaming = false;
-            fx.wide_loops.insert(inst);
-            fx.bcx.set_srcloc(here);
-            streamed?;
-        }
     } else {
         for_body(fx, inst, body, exit, (stepping, ub64))?;
     }

@@ -330,23 +330,11 @@ fn split_at_lines(f: &mut Function, l: Inst, parent: Parent, chosen: &[Candidate
     let (zero, s_c, line_c, two_lines, low_c) =
         (k(f, 0), k(f, s), k(f, line), k(f, 2 * line), k(f, line - 1));
     let one = k(f, 1);
-    // A row streamed whole must start where the code generator can store it with
-    // non-temporal stores: on one of its stores' tiles (32 or 64 bytes) where it computes
-    // them at once (lnc-clif's `wide`), or on a 16-byte vector where it also has the loop in
-    // 128-bit code. It has for a loop of `fp32` or `fp64` stores that carries nothing and
-    // steps over two tiles or more (lnc-clif's `codegen_for`); a row 16 bytes past a tile
-    // of any other loop streams its whole lines instead. Measured on the seed forward
-    // (fp32, 4096 rows, 2 threads, caches flushed, alternated launches, rows 16 bytes past
-    // a line as large `Vec`s are): whole rows in 128 bits took 0.86 of the time of the
-    // whole lines at N = 1024, 0.90 at 2048, 0.96 at 768 and 4096, 1.00 at 1000 and 16384:
-    // the lines at the ends of a row, written by cached stores, each waited for its read
-    // for ownership.
-    let narrow_copy = size >= 4 && f.insts[l].results.is_empty() && chosen.iter().all(|c| s >= 2 * c.lanes);
-    let tile_bytes = if narrow_copy {
-        VECTOR_BYTES
-    } else {
-        chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, LINE_BYTES)
-    };
+    // A row streamed whole must start on one of its stores' tiles: 32 or 64 bytes where the
+    // code generator computes them at once (lnc-clif's `wide`, whose non-temporal stores
+    // then need that alignment); a row 16 bytes past one streams its whole lines instead.
+    let tile_bytes =
+        chosen.iter().map(|c| c.lanes * size).max().unwrap_or(VECTOR_BYTES).clamp(VECTOR_BYTES, LINE_BYTES);
     let vector_low_c = k(f, tile_bytes / size - 1);
     let no = konst(f, DType::I1, Const::Int(0));
     let row_end = row_end(f, l, parent, ptr);
