@@ -379,7 +379,8 @@ const POOLED_CONTEXTS: usize = 2;
 
 impl PooledContext {
     fn take() -> Self {
-        PooledContext(CONTEXTS.with(|p| p.borrow_mut().pop()).unwrap_or_else(cranelift_codegen::Context::new))
+        let pooled = CONTEXTS.try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()));
+        PooledContext(pooled.ok().flatten().unwrap_or_else(cranelift_codegen::Context::new))
     }
 }
 
@@ -388,9 +389,11 @@ impl Drop for PooledContext {
         // An empty context allocates nothing.
         let mut ctx = std::mem::replace(&mut self.0, cranelift_codegen::Context::new());
         ctx.clear();
-        CONTEXTS.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < POOLED_CONTEXTS {
+        // `try_with`: a thread being torn down has no pool left, and the context is freed.
+        let _ = CONTEXTS.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut()
+                && p.len() < POOLED_CONTEXTS
+            {
                 p.push(ctx);
             }
         });

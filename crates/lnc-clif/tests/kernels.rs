@@ -1203,3 +1203,44 @@ fn clamped_indices_are_checked_over_their_range() {
         }
     }
 }
+
+/// Each thread reuses its Cranelift contexts (`PooledContext`): a context given back by a
+/// compile that failed halfway, or by another kernel's, compiles the next kernel to the
+/// same machine code as a fresh one, and that kernel computes what it should.
+#[test]
+fn a_reused_context_compiles_like_a_fresh_one() {
+    let axpb = axpb_kernel(8, 100);
+    let opts = CodegenOptions { emit_text: true, ..CodegenOptions::default() };
+    let fresh = std::thread::spawn({
+        let (f, opts) = (axpb.clone(), opts);
+        move || lnc_clif::asm_text(&f, &opts).unwrap()
+    })
+    .join()
+    .unwrap();
+    let reused = std::thread::spawn(move || {
+        let mut b = B::new("ipow");
+        let x = b.arg(0, Ty::Scalar(DType::I32));
+        let _ = b.bin(BinOp::Pow, x, x);
+        assert!(lnc_clif::compile(&b.finish(), &CodegenOptions::default()).is_err());
+        let _ = compile_ok(&row_sum_kernel(4), &CodegenOptions::default());
+        let asm = lnc_clif::asm_text(&axpb, &opts).unwrap();
+        let k = compile_ok(&axpb, &CodegenOptions::default());
+        let n = 1003usize;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 50.0).collect();
+        let (mut xb, mut y) = (x.clone(), vec![f32::NAN; n]);
+        let slots = [
+            slot(&mut xb),
+            slot(&mut y),
+            scalar(pack_f32(1.5)),
+            scalar(pack_f32(-2.0)),
+            scalar(pack_int(n as i64)),
+        ];
+        run(&k, [n.div_ceil(100) as u32, 1, 1], &slots, None).unwrap();
+        assert!((0..n).all(|i| y[i] == x[i] * 1.5 - 2.0), "wrong results after reuse");
+        asm
+    })
+    .join()
+    .unwrap();
+    assert!(fresh.lines().count() > 20, "{fresh}");
+    assert_eq!(fresh, reused);
+}
