@@ -43,6 +43,21 @@ fn axpb_kernel(lanes: u8, block: i64) -> Function {
     b.finish()
 }
 
+/// `y = 1.5 x - 2` by [`axpb_kernel`] with blocks of 100, `y` poisoned with NaN first.
+fn run_axpb(k: &lnc_clif::CompiledKernel, x: &[f32], pool: Option<&rayon::ThreadPool>) -> Vec<f32> {
+    let n = x.len();
+    let (mut xb, mut y) = (x.to_vec(), vec![f32::NAN; n]);
+    let slots = [
+        slot(&mut xb),
+        slot(&mut y),
+        scalar(pack_f32(1.5)),
+        scalar(pack_f32(-2.0)),
+        scalar(pack_int(n as i64)),
+    ];
+    run(k, [n.div_ceil(100) as u32, 1, 1], &slots, pool).unwrap();
+    y
+}
+
 #[test]
 fn axpb_with_ragged_tails() {
     let mut rng = rng();
@@ -53,17 +68,7 @@ fn axpb_with_ragged_tails() {
             let k = compile_ok(&f, &opts);
             for n in [0usize, 1, 3, 4, 5, 99, 100, 101, 1003] {
                 let x: Vec<f32> = (0..n).map(|_| rng.random_range(-10.0..10.0)).collect();
-                let mut xb = x.clone();
-                let mut y = vec![f32::NAN; n];
-                let grid = [n.div_ceil(100) as u32, 1, 1];
-                let slots = [
-                    slot(&mut xb),
-                    slot(&mut y),
-                    scalar(pack_f32(1.5)),
-                    scalar(pack_f32(-2.0)),
-                    scalar(pack_int(n as i64)),
-                ];
-                run(&k, grid, &slots, Some(&p)).unwrap();
+                let y = run_axpb(&k, &x, Some(&p));
                 for i in 0..n {
                     assert_eq!(y[i], x[i] * 1.5 - 2.0, "lanes {lanes}, n {n}, i {i}, {opts:?}");
                 }
@@ -645,13 +650,17 @@ fn text_forms() {
     );
 }
 
-#[test]
-fn unsupported_operations_are_errors() {
+/// `x ** x` of an `i32`, which code generation does not support.
+fn ipow_kernel() -> Function {
     let mut b = B::new("ipow");
     let x = b.arg(0, Ty::Scalar(DType::I32));
     let _ = b.bin(BinOp::Pow, x, x);
-    let f = b.finish();
-    let e = lnc_clif::compile(&f, &CodegenOptions::default()).unwrap_err();
+    b.finish()
+}
+
+#[test]
+fn unsupported_operations_are_errors() {
+    let e = lnc_clif::compile(&ipow_kernel(), &CodegenOptions::default()).unwrap_err();
     assert!(matches!(e, lnc_clif::CodegenError::Unsupported(_)), "{e}");
 }
 
@@ -1218,25 +1227,13 @@ fn a_reused_context_compiles_like_a_fresh_one() {
     .join()
     .unwrap();
     let reused = std::thread::spawn(move || {
-        let mut b = B::new("ipow");
-        let x = b.arg(0, Ty::Scalar(DType::I32));
-        let _ = b.bin(BinOp::Pow, x, x);
-        assert!(lnc_clif::compile(&b.finish(), &CodegenOptions::default()).is_err());
+        assert!(lnc_clif::compile(&ipow_kernel(), &CodegenOptions::default()).is_err());
         let _ = compile_ok(&row_sum_kernel(4), &CodegenOptions::default());
         let asm = lnc_clif::asm_text(&axpb, &opts).unwrap();
         let k = compile_ok(&axpb, &CodegenOptions::default());
-        let n = 1003usize;
-        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 50.0).collect();
-        let (mut xb, mut y) = (x.clone(), vec![f32::NAN; n]);
-        let slots = [
-            slot(&mut xb),
-            slot(&mut y),
-            scalar(pack_f32(1.5)),
-            scalar(pack_f32(-2.0)),
-            scalar(pack_int(n as i64)),
-        ];
-        run(&k, [n.div_ceil(100) as u32, 1, 1], &slots, None).unwrap();
-        assert!((0..n).all(|i| y[i] == x[i] * 1.5 - 2.0), "wrong results after reuse");
+        let x: Vec<f32> = (0..1003).map(|i| i as f32 * 0.37 - 50.0).collect();
+        let y = run_axpb(&k, &x, None);
+        assert!(x.iter().zip(&y).all(|(x, y)| *y == x * 1.5 - 2.0), "wrong results after reuse");
         asm
     })
     .join()
